@@ -1,0 +1,42 @@
+//! The catalogue of experiments the kernel can run, shared with xtask so that
+//! `cargo xtask run --experiment NAME` is validated before QEMU starts.
+
+/// Name and one-line description of an experiment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ExperimentInfo {
+    /// Name used on the command line and in the boot configuration.
+    pub name: &'static str,
+    /// What it does, for `--help` and `cargo xtask list`.
+    pub description: &'static str,
+    /// Exists only to test fault handling; expected to fail.
+    pub test_only: bool,
+}
+
+/// Every experiment, the default (`boot`) first.
+pub const EXPERIMENTS: &[ExperimentInfo] = &[
+    ExperimentInfo {
+        name: "boot",
+        description: "bring the machine up, print the banner and the boot record, exit",
+        test_only: false,
+    },
+    ExperimentInfo {
+        name: "test-panic",
+        description: "panic deliberately (tests the panic path)",
+        test_only: true,
+    },
+    ExperimentInfo {
+        name: "test-pagefault",
+        description: "write to an unmapped address (tests the exception path)",
+        test_only: true,
+    },
+    ExperimentInfo {
+        name: "test-hang",
+        description: "spin forever without progress (tests the host timeout)",
+        test_only: true,
+    },
+];
+
+/// Looks an experiment up by name.
+pub fn find_experiment(name: &str) -> Option<&'static ExperimentInfo> {
+    EXPERIMENTS.iter().find(|e| e.name == name)
+}

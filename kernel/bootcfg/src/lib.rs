@@ -1,0 +1,300 @@
+//! The run configuration handed from `cargo xtask` to the kernel.
+//!
+//! xtask writes it as a small text file that the bootloader loads as the
+//! ramdisk; the kernel parses it at boot. Keeping both sides in this one pure
+//! crate means the format, the key names and the experiment catalogue cannot
+//! drift apart, and the parser is tested on the host.
+//!
+//! Format: one `key=value` per line, `#` starts a comment, blank lines ignored.
+//! Every key is optional; unknown keys and bad values are errors naming the line.
+
+#![cfg_attr(not(test), no_std)]
+#![forbid(unsafe_code)]
+
+extern crate alloc;
+
+use alloc::string::{String, ToString};
+use core::fmt;
+
+mod experiments;
+pub use experiments::{EXPERIMENTS, ExperimentInfo, find_experiment};
+
+/// Log verbosity, as in the `log` crate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogLevel {
+    Error,
+    Warn,
+    Info,
+    Debug,
+    Trace,
+}
+
+impl LogLevel {
+    /// All levels, least verbose first.
+    pub const ALL: [LogLevel; 5] = [
+        LogLevel::Error,
+        LogLevel::Warn,
+        LogLevel::Info,
+        LogLevel::Debug,
+        LogLevel::Trace,
+    ];
+
+    /// The lower-case name used in the file and on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            LogLevel::Error => "error",
+            LogLevel::Warn => "warn",
+            LogLevel::Info => "info",
+            LogLevel::Debug => "debug",
+            LogLevel::Trace => "trace",
+        }
+    }
+
+    /// Parses a level name.
+    pub fn parse(s: &str) -> Option<LogLevel> {
+        Self::ALL.into_iter().find(|l| l.name() == s)
+    }
+}
+
+/// A parsed boot configuration.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BootConfig {
+    /// Name of the experiment to run (see [`EXPERIMENTS`]).
+    pub experiment: String,
+    /// Console log level.
+    pub log_level: LogLevel,
+    /// Free-form label copied into every result record (e.g. "baseline").
+    pub label: String,
+}
+
+/// The experiment run when nothing is configured.
+pub const DEFAULT_EXPERIMENT: &str = "boot";
+
+impl Default for BootConfig {
+    fn default() -> Self {
+        BootConfig {
+            experiment: DEFAULT_EXPERIMENT.to_string(),
+            log_level: LogLevel::Info,
+            label: String::new(),
+        }
+    }
+}
+
+/// A configuration error, with the 1-based line it occurred on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ConfigError {
+    /// The file is not UTF-8.
+    NotUtf8,
+    /// A line without `=`.
+    MissingEquals { line: usize },
+    /// A key this kernel does not know.
+    UnknownKey { line: usize, key: String },
+    /// A key given twice.
+    DuplicateKey { line: usize, key: String },
+    /// An experiment name that is not in the catalogue.
+    UnknownExperiment { line: usize, name: String },
+    /// A log level that is not one of error/warn/info/debug/trace.
+    BadLogLevel { line: usize, value: String },
+    /// A label with characters outside `[A-Za-z0-9._-]` or longer than 64 bytes.
+    BadLabel { line: usize, value: String },
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConfigError::NotUtf8 => write!(f, "boot config is not valid UTF-8"),
+            ConfigError::MissingEquals { line } => {
+                write!(f, "boot config line {line}: expected key=value")
+            }
+            ConfigError::UnknownKey { line, key } => write!(
+                f,
+                "boot config line {line}: unknown key '{key}' (known: experiment, log, label)"
+            ),
+            ConfigError::DuplicateKey { line, key } => {
+                write!(f, "boot config line {line}: key '{key}' given twice")
+            }
+            ConfigError::UnknownExperiment { line, name } => {
+                write!(
+                    f,
+                    "boot config line {line}: unknown experiment '{name}' (known: "
+                )?;
+                for (i, e) in EXPERIMENTS.iter().enumerate() {
+                    let sep = if i == 0 { "" } else { ", " };
+                    write!(f, "{sep}{}", e.name)?;
+                }
+                write!(f, ")")
+            }
+            ConfigError::BadLogLevel { line, value } => write!(
+                f,
+                "boot config line {line}: bad log level '{value}' (error, warn, info, debug, trace)"
+            ),
+            ConfigError::BadLabel { line, value } => write!(
+                f,
+                "boot config line {line}: bad label '{value}' (up to 64 of A-Z a-z 0-9 . _ -)"
+            ),
+        }
+    }
+}
+
+fn valid_label(s: &str) -> bool {
+    s.len() <= 64
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
+}
+
+impl BootConfig {
+    /// Parses the configuration file contents.
+    pub fn parse(bytes: &[u8]) -> Result<BootConfig, ConfigError> {
+        let text = core::str::from_utf8(bytes).map_err(|_| ConfigError::NotUtf8)?;
+        let mut cfg = BootConfig::default();
+        let mut seen = [false; 3];
+        for (i, raw) in text.lines().enumerate() {
+            let line = i + 1;
+            let content = raw.split('#').next().unwrap_or("").trim();
+            if content.is_empty() {
+                continue;
+            }
+            let (key, value) = content
+                .split_once('=')
+                .ok_or(ConfigError::MissingEquals { line })?;
+            let (key, value) = (key.trim(), value.trim());
+            let slot = match key {
+                "experiment" => 0,
+                "log" => 1,
+                "label" => 2,
+                _ => {
+                    return Err(ConfigError::UnknownKey {
+                        line,
+                        key: key.to_string(),
+                    });
+                }
+            };
+            if core::mem::replace(&mut seen[slot], true) {
+                return Err(ConfigError::DuplicateKey {
+                    line,
+                    key: key.to_string(),
+                });
+            }
+            match slot {
+                0 => {
+                    if find_experiment(value).is_none() {
+                        return Err(ConfigError::UnknownExperiment {
+                            line,
+                            name: value.to_string(),
+                        });
+                    }
+                    cfg.experiment = value.to_string();
+                }
+                1 => {
+                    cfg.log_level = LogLevel::parse(value).ok_or(ConfigError::BadLogLevel {
+                        line,
+                        value: value.to_string(),
+                    })?;
+                }
+                _ => {
+                    if !valid_label(value) {
+                        return Err(ConfigError::BadLabel {
+                            line,
+                            value: value.to_string(),
+                        });
+                    }
+                    cfg.label = value.to_string();
+                }
+            }
+        }
+        Ok(cfg)
+    }
+
+    /// Serialises the configuration in the format [`BootConfig::parse`] reads.
+    pub fn to_text(&self) -> String {
+        let mut s = String::from("# schedlab boot configuration (written by cargo xtask)\n");
+        s.push_str("experiment=");
+        s.push_str(&self.experiment);
+        s.push_str("\nlog=");
+        s.push_str(self.log_level.name());
+        s.push('\n');
+        if !self.label.is_empty() {
+            s.push_str("label=");
+            s.push_str(&self.label);
+            s.push('\n');
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip() {
+        let cfg = BootConfig {
+            experiment: "test-panic".into(),
+            log_level: LogLevel::Debug,
+            label: "variant-1".into(),
+        };
+        assert_eq!(BootConfig::parse(cfg.to_text().as_bytes()), Ok(cfg));
+    }
+
+    #[test]
+    fn empty_is_default() {
+        assert_eq!(
+            BootConfig::parse(b"\n# nothing\n"),
+            Ok(BootConfig::default())
+        );
+    }
+
+    #[test]
+    fn errors_name_the_line() {
+        let e = BootConfig::parse(b"log=info\nfoo=1\n").unwrap_err();
+        assert_eq!(
+            e,
+            ConfigError::UnknownKey {
+                line: 2,
+                key: "foo".into()
+            }
+        );
+        assert!(e.to_string().contains("line 2"));
+        let e = BootConfig::parse(b"experiment=nope").unwrap_err();
+        assert!(e.to_string().contains("unknown experiment 'nope'"));
+        assert!(
+            e.to_string().contains("boot"),
+            "lists known experiments: {e}"
+        );
+        assert_eq!(
+            BootConfig::parse(b"log=loud"),
+            Err(ConfigError::BadLogLevel {
+                line: 1,
+                value: "loud".into()
+            })
+        );
+        assert_eq!(
+            BootConfig::parse(b"log"),
+            Err(ConfigError::MissingEquals { line: 1 })
+        );
+        assert_eq!(
+            BootConfig::parse(b"log=info\nlog=warn"),
+            Err(ConfigError::DuplicateKey {
+                line: 2,
+                key: "log".into()
+            })
+        );
+        assert_eq!(BootConfig::parse(&[0xff, 0xfe]), Err(ConfigError::NotUtf8));
+        assert!(matches!(
+            BootConfig::parse(b"label=a b"),
+            Err(ConfigError::BadLabel { line: 1, .. })
+        ));
+    }
+
+    #[test]
+    fn every_experiment_parses() {
+        for e in EXPERIMENTS {
+            let text = alloc::format!("experiment={}", e.name);
+            assert_eq!(
+                BootConfig::parse(text.as_bytes()).unwrap().experiment,
+                e.name
+            );
+        }
+        assert!(find_experiment(DEFAULT_EXPERIMENT).is_some());
+    }
+}

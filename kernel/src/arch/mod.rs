@@ -1,0 +1,11 @@
+//! The x86_64 hardware layer: everything that touches registers, ports and
+//! descriptor tables lives below this module, behind a small safe facade.
+//! Policy code (the `sched` and `topology` crates) never reaches in here.
+
+pub mod cpu;
+pub mod gdt;
+pub mod idt;
+pub mod percpu;
+pub mod qemu;
+pub mod serial;
+pub mod trap;

@@ -1,0 +1,108 @@
+//! schedlab: a bare-metal x86_64 kernel for scheduler-placement research.
+//!
+//! Boot flow (boot CPU): serial + logger -> heap -> GDT/TSS/IDT -> per-CPU
+//! block -> boot configuration (from the ramdisk) -> ACPI -> banner and `boot`
+//! record -> the configured experiment -> `exit` record -> QEMU exit status.
+//! See `docs/boot.md` for the whole picture and `docs/results.md` for records.
+
+#![no_std]
+#![no_main]
+
+extern crate alloc;
+
+mod acpi;
+mod arch;
+mod experiments;
+mod fault;
+mod logger;
+mod mm;
+mod record;
+
+use bootcfg::BootConfig;
+use bootloader_api::config::Mapping;
+use bootloader_api::{BootInfo, BootloaderConfig, entry_point};
+use log::LevelFilter;
+
+use arch::qemu::{self, ExitCode};
+use record::Record;
+
+/// Asks the bootloader to map all physical memory and give us a big stack.
+pub static BOOTLOADER_CONFIG: BootloaderConfig = {
+    let mut config = BootloaderConfig::new_default();
+    config.mappings.physical_memory = Some(Mapping::Dynamic);
+    config.kernel_stack_size = 512 * 1024;
+    config
+};
+
+entry_point!(kernel_main, config = &BOOTLOADER_CONFIG);
+
+fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
+    arch::serial::init();
+    logger::init(LevelFilter::Info);
+    let mem = mm::init(boot_info);
+    arch::gdt::init_this_cpu();
+    arch::idt::load();
+    arch::percpu::install(0, arch::cpu::apic_id());
+
+    let cfg = match load_config(boot_info) {
+        Ok(cfg) => cfg,
+        Err(msg) => {
+            log::error!("{msg}");
+            Record::new("error")
+                .str("kind", "config")
+                .str("message", &msg)
+                .emit();
+            end(ExitCode::Failure);
+        }
+    };
+    logger::set_level(cfg.log_level);
+
+    let acpi = acpi::probe(boot_info.rsdp_addr.into_option(), mem.phys_offset);
+    print_banner(&mem, &acpi, &cfg, boot_info);
+    end(experiments::run(&cfg.experiment))
+}
+
+/// Reads the boot configuration from the ramdisk (defaults when there is none).
+fn load_config(boot_info: &BootInfo) -> Result<BootConfig, alloc::string::String> {
+    let Some(addr) = boot_info.ramdisk_addr.into_option() else {
+        log::warn!("no ramdisk: running the default configuration");
+        return Ok(BootConfig::default());
+    };
+    // SAFETY: the bootloader mapped the ramdisk at `addr` for `ramdisk_len`
+    // bytes and never reuses that memory.
+    let bytes =
+        unsafe { core::slice::from_raw_parts(addr as *const u8, boot_info.ramdisk_len as usize) };
+    BootConfig::parse(bytes).map_err(|e| alloc::format!("{e}"))
+}
+
+fn print_banner(mem: &mm::MemoryInfo, acpi: &acpi::AcpiSummary, cfg: &BootConfig, bi: &BootInfo) {
+    log::info!(
+        "schedlab {} | firmware {} | memory {} MiB (heap {} MiB) | ACPI: {} CPUs in MADT | experiment '{}'",
+        env!("CARGO_PKG_VERSION"),
+        mem.firmware.name(),
+        mem.memory_bytes >> 20,
+        mem.heap_bytes >> 20,
+        acpi.madt_cpus,
+        cfg.experiment,
+    );
+    Record::new("boot")
+        .str("version", env!("CARGO_PKG_VERSION"))
+        .str("firmware", mem.firmware.name())
+        .u64("memory_bytes", mem.memory_bytes)
+        .u64("heap_bytes", mem.heap_bytes)
+        .u64("memory_regions", mem.regions as u64)
+        .u64("heap_used_bytes", mm::heap::usage().0 as u64)
+        .u64("frames_free_bytes", mm::frames::free_bytes())
+        .u64("madt_cpus", acpi.madt_cpus as u64)
+        .u64("rsdp", acpi.rsdp)
+        .str("experiment", &cfg.experiment)
+        .str("label", &cfg.label)
+        .u64("kernel_image_offset", bi.kernel_image_offset)
+        .emit();
+}
+
+/// Emits the final `exit` record and leaves the machine.
+fn end(code: ExitCode) -> ! {
+    Record::new("exit").str("status", code.name()).emit();
+    qemu::exit(code)
+}

@@ -1,0 +1,48 @@
+//! The kernel boots through both firmware paths, reaches the banner and says
+//! what it found in its `boot` record.
+
+use schedlab_tests::Boot;
+use xtask::build::Firmware;
+use xtask::machine::Machine;
+use xtask::outcome::Outcome;
+
+fn check_boot_record(r: &xtask::runner::RunResult, firmware: &str, cpus: u64) {
+    let boot = r
+        .record("boot")
+        .unwrap_or_else(|| panic!("no boot record; console:\n{}", r.console()));
+    assert_eq!(boot["firmware"], firmware);
+    assert_eq!(boot["madt_cpus"], cpus, "MADT CPU count");
+    let mem = boot["memory_bytes"].as_u64().unwrap();
+    assert!(
+        (200 << 20..=256 << 20).contains(&mem),
+        "memory_bytes {mem} for a 256 MiB guest"
+    );
+    assert_eq!(r.record("exit").unwrap()["status"], "success");
+    assert!(
+        r.log
+            .iter()
+            .any(|l| l.contains("schedlab") && l.contains("firmware")),
+        "banner missing"
+    );
+}
+
+#[test]
+fn bios_boot_reaches_banner() {
+    let r = Boot::new("boot").expect(Outcome::Success);
+    check_boot_record(&r, "bios", 2);
+}
+
+#[test]
+fn uefi_boot_reaches_banner() {
+    let mut b = Boot::new("boot");
+    b.firmware = Firmware::Uefi;
+    b.machine = Machine {
+        sockets: 2,
+        cores: 2,
+        threads: 1,
+        memory_mib: 256,
+        ..Machine::default()
+    };
+    let r = b.expect(Outcome::Success);
+    check_boot_record(&r, "uefi", 4);
+}

@@ -1,0 +1,74 @@
+//! Helpers for the QEMU integration tests: boot an experiment on a small
+//! machine and return its records; on an unexpected outcome, fail with the
+//! whole captured console so the reason is visible in the test output.
+
+use std::time::Duration;
+
+use bootcfg::BootConfig;
+use xtask::build::Firmware;
+use xtask::launch::Launcher;
+use xtask::machine::Machine;
+use xtask::outcome::Outcome;
+use xtask::qemu::QemuConfig;
+use xtask::runner::RunResult;
+
+/// A boot request with the defaults the tests use (2 vCPUs, 256 MiB, BIOS).
+pub struct Boot {
+    pub experiment: &'static str,
+    pub firmware: Firmware,
+    pub machine: Machine,
+    pub timeout: Duration,
+}
+
+impl Boot {
+    /// Default request for `experiment`.
+    pub fn new(experiment: &'static str) -> Boot {
+        Boot {
+            experiment,
+            firmware: Firmware::Bios,
+            machine: Machine {
+                memory_mib: 256,
+                ..Machine::default()
+            },
+            timeout: Duration::from_secs(120),
+        }
+    }
+
+    /// Boots and returns the result (panics on infrastructure errors).
+    pub fn run(&self) -> RunResult {
+        let launcher = Launcher::from_env().expect("kernel build products");
+        let config = BootConfig {
+            experiment: self.experiment.into(),
+            ..BootConfig::default()
+        };
+        let qemu = QemuConfig {
+            machine: self.machine.clone(),
+            firmware: self.firmware,
+            icount_shift: None,
+            seed: None,
+            extra_args: Vec::new(),
+        };
+        launcher
+            .boot(&config, &qemu, self.timeout, false)
+            .expect("boot")
+    }
+
+    /// Boots and asserts the outcome, printing the console when it differs.
+    pub fn expect(&self, outcome: Outcome) -> RunResult {
+        let r = self.run();
+        assert_eq!(
+            r.outcome,
+            outcome,
+            "experiment '{}' ended with {} (expected {outcome}); console:\n{}",
+            self.experiment,
+            r.outcome,
+            r.console()
+        );
+        assert!(
+            r.bad_records.is_empty(),
+            "malformed records: {:?}",
+            r.bad_records
+        );
+        r
+    }
+}

@@ -1,0 +1,188 @@
+//! Command-line options of `cargo xtask` (clap derive).
+
+use std::path::PathBuf;
+
+use anyhow::{Result, bail};
+use clap::{Args, Parser, Subcommand};
+
+use crate::build::Firmware;
+use crate::machine::Machine;
+use crate::qemu::QemuConfig;
+
+/// schedlab's build, run and test driver.
+#[derive(Parser, Debug)]
+#[command(name = "cargo xtask", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Cmd,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Cmd {
+    /// Build the kernel and a disk image, boot it in QEMU, print the report.
+    Run(RunArgs),
+    /// Run every test: host unit/property tests, then QEMU integration tests.
+    Test(TestArgs),
+    /// Build the kernel ELF and the image builder only.
+    Build {
+        /// Build the kernel with optimisations.
+        #[arg(long)]
+        release: bool,
+    },
+    /// List the experiments the kernel can run.
+    List,
+}
+
+/// Options of `cargo xtask run`.
+#[derive(Args, Debug, Clone)]
+pub struct RunArgs {
+    /// Experiment to run (see `cargo xtask list`).
+    #[arg(long, default_value = bootcfg::DEFAULT_EXPERIMENT)]
+    pub experiment: String,
+    /// Total vCPUs; with no topology flags: one socket of N single-thread cores.
+    #[arg(long)]
+    pub smp: Option<u32>,
+    /// Sockets (packages). Default machine: 2 sockets x 2 cores x 2 threads, 2 nodes.
+    #[arg(long)]
+    pub sockets: Option<u32>,
+    /// Dies per socket.
+    #[arg(long)]
+    pub dies: Option<u32>,
+    /// Cores per die.
+    #[arg(long)]
+    pub cores: Option<u32>,
+    /// Threads (SMT siblings) per core.
+    #[arg(long)]
+    pub threads: Option<u32>,
+    /// NUMA nodes; CPUs and memory are split evenly, in CPU order.
+    #[arg(long)]
+    pub numa_nodes: Option<u32>,
+    /// Guest memory in MiB.
+    #[arg(long, default_value_t = 512)]
+    pub memory: u32,
+    /// Boot through UEFI (OVMF) instead of legacy BIOS.
+    #[arg(long)]
+    pub uefi: bool,
+    /// Deterministic virtual time: `-icount shift=N,sleep=off` (N defaults to 0).
+    #[arg(long, num_args = 0..=1, default_missing_value = "0", value_name = "SHIFT")]
+    pub icount: Option<u32>,
+    /// Guest RNG seed (`-seed`), for repeatable runs with --icount.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Wall-clock limit in seconds; QEMU is killed and the run reported as a timeout.
+    #[arg(long, default_value_t = 300)]
+    pub timeout: u64,
+    /// Build the kernel with optimisations.
+    #[arg(long)]
+    pub release: bool,
+    /// Write the run's result records to FILE as JSON lines.
+    #[arg(long, value_name = "FILE")]
+    pub results: Option<PathBuf>,
+    /// Extra argument passed to QEMU verbatim (repeatable).
+    #[arg(long = "qemu-arg", value_name = "ARG", allow_hyphen_values = true)]
+    pub qemu_args: Vec<String>,
+    /// Kernel console log level: error, warn, info, debug, trace.
+    #[arg(long, default_value = "info")]
+    pub log_level: String,
+    /// Label copied into the boot record (e.g. "baseline", "variant").
+    #[arg(long, default_value = "")]
+    pub label: String,
+}
+
+/// Options of `cargo xtask test`.
+#[derive(Args, Debug, Clone)]
+pub struct TestArgs {
+    /// Only the host tests (no QEMU).
+    #[arg(long, conflicts_with = "qemu_only")]
+    pub host_only: bool,
+    /// Only the QEMU integration tests.
+    #[arg(long)]
+    pub qemu_only: bool,
+    /// Only QEMU tests whose name contains this string.
+    #[arg(long)]
+    pub filter: Option<String>,
+}
+
+impl RunArgs {
+    /// The machine these flags describe.
+    pub fn machine(&self) -> Result<Machine> {
+        let topo_given = self.sockets.is_some()
+            || self.dies.is_some()
+            || self.cores.is_some()
+            || self.threads.is_some();
+        let mut m = match (self.smp, topo_given) {
+            (Some(n), false) => Machine {
+                sockets: 1,
+                dies: 1,
+                cores: n,
+                threads: 1,
+                ..Machine::default()
+            },
+            (_, true) => Machine {
+                sockets: self.sockets.unwrap_or(1),
+                dies: self.dies.unwrap_or(1),
+                cores: self.cores.unwrap_or(1),
+                threads: self.threads.unwrap_or(1),
+                ..Machine::default()
+            },
+            (None, false) => Machine {
+                sockets: 2,
+                dies: 1,
+                cores: 2,
+                threads: 2,
+                numa_nodes: 2,
+                ..Machine::default()
+            },
+        };
+        if let (Some(n), true) = (self.smp, topo_given)
+            && n != m.cpus()
+        {
+            bail!(
+                "--smp {n} disagrees with --sockets {} x --dies {} x --cores {} x --threads {} = {}",
+                m.sockets,
+                m.dies,
+                m.cores,
+                m.threads,
+                m.cpus()
+            );
+        }
+        if let Some(n) = self.numa_nodes {
+            m.numa_nodes = n;
+        }
+        m.memory_mib = self.memory;
+        m.validate()?;
+        Ok(m)
+    }
+
+    /// The boot configuration (validated against the shared catalogue).
+    pub fn boot_config(&self) -> Result<bootcfg::BootConfig> {
+        let text = format!(
+            "experiment={}\nlog={}\nlabel={}\n",
+            self.experiment, self.log_level, self.label
+        );
+        bootcfg::BootConfig::parse(text.as_bytes()).map_err(|e| {
+            // Report in terms of flags rather than config-file lines.
+            let msg = e.to_string();
+            let msg = msg
+                .split_once(": ")
+                .map_or(msg.as_str(), |(_, m)| m)
+                .to_string();
+            anyhow::anyhow!("{msg}")
+        })
+    }
+
+    /// The QEMU configuration.
+    pub fn qemu(&self) -> Result<QemuConfig> {
+        Ok(QemuConfig {
+            machine: self.machine()?,
+            firmware: if self.uefi {
+                Firmware::Uefi
+            } else {
+                Firmware::Bios
+            },
+            icount_shift: self.icount,
+            seed: self.seed,
+            extra_args: self.qemu_args.clone(),
+        })
+    }
+}

@@ -1,0 +1,70 @@
+//! One boot of the kernel: image from a boot configuration, QEMU, records.
+//! Shared by `cargo xtask run` and the integration tests in `tests/`.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use bootcfg::BootConfig;
+
+use crate::build;
+use crate::qemu::{self, QemuConfig};
+use crate::runner::{self, RunResult};
+
+/// Environment variable naming the kernel ELF (set by `cargo xtask test`).
+pub const ENV_KERNEL: &str = "SCHEDLAB_KERNEL";
+/// Environment variable naming the image builder (set by `cargo xtask test`).
+pub const ENV_BOOT_TOOL: &str = "SCHEDLAB_BOOT_TOOL";
+
+/// The two build products every boot needs.
+#[derive(Clone, Debug)]
+pub struct Launcher {
+    pub kernel: PathBuf,
+    pub boot_tool: PathBuf,
+}
+
+impl Launcher {
+    /// Builds the kernel and the image builder.
+    pub fn build(release: bool) -> Result<Launcher> {
+        Ok(Launcher {
+            kernel: build::kernel(release)?,
+            boot_tool: build::boot_tool()?,
+        })
+    }
+
+    /// Finds the products named by `cargo xtask test` in the environment.
+    pub fn from_env() -> Result<Launcher> {
+        let get = |k: &str| -> Result<PathBuf> {
+            let p = PathBuf::from(std::env::var(k).with_context(|| {
+                format!("{k} is not set: run the QEMU tests through `cargo xtask test`")
+            })?);
+            anyhow::ensure!(p.is_file(), "{k}={} does not exist", p.display());
+            Ok(p)
+        };
+        Ok(Launcher {
+            kernel: get(ENV_KERNEL)?,
+            boot_tool: get(ENV_BOOT_TOOL)?,
+        })
+    }
+
+    /// Builds an image for `config` and boots it in QEMU as `qemu` describes.
+    pub fn boot(
+        &self,
+        config: &BootConfig,
+        qemu: &QemuConfig,
+        timeout: Duration,
+        echo: bool,
+    ) -> Result<RunResult> {
+        let image = build::image(&self.boot_tool, &self.kernel, config, qemu.firmware)?;
+        let cmd = qemu.command(&image)?;
+        if echo {
+            eprintln!("$ {}", qemu::display(&cmd));
+        }
+        let result = runner::run(cmd, timeout, echo);
+        // The image directory is per run; remove it whatever happened.
+        if let Some(dir) = image.parent() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+        result
+    }
+}

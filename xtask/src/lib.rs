@@ -1,0 +1,32 @@
+//! The host side of schedlab, as a library so that the QEMU integration tests
+//! in `tests/` drive the kernel exactly the way `cargo xtask run` does.
+//!
+//! - [`prereq`]: install what is missing (rustup parts, QEMU, OVMF)
+//! - [`build`]: build the kernel ELF, the image builder and disk images
+//! - [`machine`]: the emulated machine's shape (CPUs, sockets, NUMA, memory)
+//! - [`qemu`]: turn a machine + image into a QEMU command line
+//! - [`runner`]: run QEMU with a timeout, split log lines from result records
+//! - [`outcome`]: what a run's exit status means
+//! - [`symbolize`]: map a faulting RIP back to a function and source line
+
+pub mod build;
+pub mod cli;
+pub mod launch;
+pub mod machine;
+pub mod outcome;
+pub mod prereq;
+pub mod qemu;
+pub mod report;
+pub mod runner;
+pub mod symbolize;
+
+use std::path::PathBuf;
+
+/// The repository root (the parent of this crate's directory).
+pub fn project_root() -> PathBuf {
+    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    manifest.parent().map(PathBuf::from).unwrap_or(manifest)
+}
+
+/// Prefix of result-record lines on the kernel console (see `kernel/src/record.rs`).
+pub const RECORD_PREFIX: &str = "@@SCHEDLAB ";

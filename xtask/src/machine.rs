@@ -1,0 +1,199 @@
+//! The emulated machine's shape: CPU count and topology, NUMA nodes, memory.
+//! Validated here so a bad combination is a clear error before QEMU starts.
+
+use anyhow::{Result, bail, ensure};
+
+/// What QEMU should emulate.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Machine {
+    pub sockets: u32,
+    pub dies: u32,
+    pub cores: u32,
+    pub threads: u32,
+    pub numa_nodes: u32,
+    pub memory_mib: u32,
+    /// Node-to-node SLIT distances; `None` lets QEMU use 10 local / 20 remote.
+    pub distances: Option<Vec<Vec<u32>>>,
+}
+
+impl Default for Machine {
+    fn default() -> Self {
+        Machine {
+            sockets: 1,
+            dies: 1,
+            cores: 2,
+            threads: 1,
+            numa_nodes: 1,
+            memory_mib: 512,
+            distances: None,
+        }
+    }
+}
+
+impl Machine {
+    /// Total logical CPUs.
+    pub fn cpus(&self) -> u32 {
+        self.sockets * self.dies * self.cores * self.threads
+    }
+
+    /// Checks the shape QEMU 7.2 (TCG, no x2APIC) can emulate.
+    pub fn validate(&self) -> Result<()> {
+        for (name, v) in [
+            ("sockets", self.sockets),
+            ("dies", self.dies),
+            ("cores", self.cores),
+            ("threads", self.threads),
+        ] {
+            ensure!(v >= 1, "--{name} must be at least 1");
+        }
+        let cpus = self.cpus();
+        ensure!(
+            cpus <= 255,
+            "{cpus} CPUs requested; QEMU's TCG has no x2APIC, so at most 255 vCPUs can be emulated"
+        );
+        ensure!(self.numa_nodes >= 1, "--numa-nodes must be at least 1");
+        ensure!(
+            cpus % self.numa_nodes == 0,
+            "{cpus} CPUs cannot be split evenly over {} NUMA nodes",
+            self.numa_nodes
+        );
+        ensure!(
+            self.memory_mib >= 128,
+            "--memory must be at least 128 (MiB)"
+        );
+        ensure!(
+            self.memory_mib % self.numa_nodes == 0,
+            "--memory {} MiB cannot be split evenly over {} NUMA nodes",
+            self.memory_mib,
+            self.numa_nodes
+        );
+        if let Some(d) = &self.distances {
+            let n = self.numa_nodes as usize;
+            if d.len() != n || d.iter().any(|row| row.len() != n) {
+                bail!("distance matrix must be {n}x{n} for {n} NUMA nodes");
+            }
+            for (i, row) in d.iter().enumerate() {
+                ensure!(
+                    row[i] == 10,
+                    "distance from node {i} to itself must be 10, not {}",
+                    row[i]
+                );
+                for (j, &v) in row.iter().enumerate() {
+                    ensure!(
+                        i == j || (11..=254).contains(&v),
+                        "distance {i}->{j} = {v} must be in 11..=254"
+                    );
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The `-smp`, `-m` and `-numa` arguments for this machine.
+    pub fn qemu_args(&self) -> Vec<String> {
+        let mut args = vec![
+            "-smp".to_string(),
+            format!(
+                "{},sockets={},dies={},cores={},threads={}",
+                self.cpus(),
+                self.sockets,
+                self.dies,
+                self.cores,
+                self.threads
+            ),
+            "-m".to_string(),
+            format!("{}M", self.memory_mib),
+        ];
+        if self.numa_nodes > 1 {
+            let per_node = self.cpus() / self.numa_nodes;
+            let mem = self.memory_mib / self.numa_nodes;
+            for n in 0..self.numa_nodes {
+                args.push("-object".into());
+                args.push(format!("memory-backend-ram,id=mem{n},size={mem}M"));
+                args.push("-numa".into());
+                let first = n * per_node;
+                args.push(format!(
+                    "node,nodeid={n},cpus={}-{},memdev=mem{n}",
+                    first,
+                    first + per_node - 1
+                ));
+            }
+            if let Some(d) = &self.distances {
+                for (i, row) in d.iter().enumerate() {
+                    for (j, v) in row.iter().enumerate() {
+                        if i != j {
+                            args.push("-numa".into());
+                            args.push(format!("dist,src={i},dst={j},val={v}"));
+                        }
+                    }
+                }
+            }
+        }
+        args
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_is_valid() {
+        Machine::default().validate().unwrap();
+        assert_eq!(Machine::default().cpus(), 2);
+    }
+
+    #[test]
+    fn rejects_bad_shapes() {
+        let m = Machine {
+            sockets: 2,
+            cores: 64,
+            threads: 2,
+            ..Machine::default()
+        };
+        assert!(m.validate().unwrap_err().to_string().contains("x2APIC"));
+        let m = Machine {
+            cores: 3,
+            numa_nodes: 2,
+            ..Machine::default()
+        };
+        assert!(
+            m.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("split evenly")
+        );
+        let m = Machine {
+            numa_nodes: 2,
+            distances: Some(vec![vec![10, 20]]),
+            ..Machine::default()
+        };
+        assert!(m.validate().unwrap_err().to_string().contains("2x2"));
+        let m = Machine {
+            threads: 0,
+            ..Machine::default()
+        };
+        assert!(m.validate().is_err());
+    }
+
+    #[test]
+    fn numa_args_split_cpus_and_memory() {
+        let m = Machine {
+            sockets: 2,
+            cores: 2,
+            threads: 2,
+            numa_nodes: 2,
+            distances: Some(vec![vec![10, 21], vec![21, 10]]),
+            ..Machine::default()
+        };
+        m.validate().unwrap();
+        let a = m.qemu_args().join(" ");
+        assert!(
+            a.contains("-smp 8,sockets=2,dies=1,cores=2,threads=2"),
+            "{a}"
+        );
+        assert!(a.contains("node,nodeid=1,cpus=4-7,memdev=mem1"), "{a}");
+        assert!(a.contains("memory-backend-ram,id=mem0,size=256M"), "{a}");
+        assert!(a.contains("dist,src=0,dst=1,val=21"), "{a}");
+    }
+}

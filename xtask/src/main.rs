@@ -1,0 +1,134 @@
+//! `cargo xtask`: the entry point. See `cargo xtask --help`.
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use clap::Parser;
+use xtask::build;
+use xtask::cli::{Cli, Cmd, RunArgs, TestArgs};
+use xtask::launch::{ENV_BOOT_TOOL, ENV_KERNEL, Launcher};
+use xtask::{prereq, report};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Cmd::Run(args) => run(&args),
+        Cmd::Test(args) => test(&args),
+        Cmd::Build { release } => prereq::ensure_rust()
+            .and_then(|()| Launcher::build(release))
+            .map(|l| {
+                println!(
+                    "kernel: {}\nimage builder: {}",
+                    l.kernel.display(),
+                    l.boot_tool.display()
+                );
+                0
+            }),
+        Cmd::List => {
+            for e in bootcfg::EXPERIMENTS {
+                let tag = if e.test_only { " (test only)" } else { "" };
+                println!("{:<16} {}{tag}", e.name, e.description);
+            }
+            Ok(0)
+        }
+    };
+    match result {
+        Ok(code) => ExitCode::from(code as u8),
+        Err(e) => {
+            eprintln!("xtask: error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run(args: &RunArgs) -> Result<i32> {
+    // Validate everything the user typed before any slow step.
+    let config = args.boot_config()?;
+    let qemu = args.qemu()?;
+    prereq::ensure_all()?;
+    let launcher = Launcher::build(args.release)?;
+    let m = &qemu.machine;
+    eprintln!(
+        "xtask: booting '{}' on {} vCPUs ({} sockets x {} dies x {} cores x {} threads, {} NUMA nodes, {} MiB), {:?}, {}",
+        config.experiment,
+        m.cpus(),
+        m.sockets,
+        m.dies,
+        m.cores,
+        m.threads,
+        m.numa_nodes,
+        m.memory_mib,
+        qemu.firmware,
+        qemu.icount_shift
+            .map_or("multi-threaded TCG".to_string(), |s| format!(
+                "icount shift={s}"
+            )),
+    );
+    let result = launcher.boot(&config, &qemu, Duration::from_secs(args.timeout), true)?;
+    if let Some(path) = &args.results {
+        let mut f =
+            std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
+        for r in &result.records {
+            writeln!(f, "{r}")?;
+        }
+        eprintln!(
+            "xtask: {} records written to {}",
+            result.records.len(),
+            path.display()
+        );
+    }
+    report::print(&result, &launcher.kernel);
+    Ok(result.outcome.exit_code())
+}
+
+fn test(args: &TestArgs) -> Result<i32> {
+    let start = Instant::now();
+    if !args.qemu_only {
+        prereq::ensure_rust()?;
+        eprintln!("xtask: host tests");
+        let status = build::cargo()
+            .args([
+                "test",
+                "--no-fail-fast",
+                "--workspace",
+                "--exclude",
+                "schedlab-kernel",
+                "--exclude",
+                "schedlab-tests",
+            ])
+            .status()?;
+        if !status.success() {
+            eprintln!("xtask: host tests FAILED");
+            return Ok(1);
+        }
+    }
+    if !args.host_only {
+        prereq::ensure_all()?;
+        let launcher = Launcher::build(false)?;
+        eprintln!("xtask: QEMU integration tests");
+        let mut cmd = build::cargo();
+        cmd.args([
+            "test",
+            "--no-fail-fast",
+            "--package",
+            "schedlab-tests",
+            "--",
+        ])
+        .env(ENV_KERNEL, &launcher.kernel)
+        .env(ENV_BOOT_TOOL, &launcher.boot_tool);
+        if let Some(f) = &args.filter {
+            cmd.arg(f);
+        }
+        if !cmd.status()?.success() {
+            eprintln!("xtask: QEMU integration tests FAILED");
+            return Ok(1);
+        }
+    }
+    eprintln!(
+        "xtask: all tests passed in {:.0} s",
+        start.elapsed().as_secs_f64()
+    );
+    Ok(0)
+}

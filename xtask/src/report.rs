@@ -1,0 +1,94 @@
+//! The human-readable end of a run: what ran, what the kernel reported, how it
+//! ended, and for faults where it happened. Later experiments add their tables.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::outcome::Outcome;
+use crate::runner::RunResult;
+use crate::symbolize;
+
+fn u(v: &Value) -> u64 {
+    v.as_u64().unwrap_or(0)
+}
+
+/// Prints the report of one run to stdout.
+pub fn print(result: &RunResult, kernel_elf: &Path) {
+    println!();
+    println!("== schedlab report ==");
+    if let Some(b) = result.record("boot") {
+        println!(
+            "boot: firmware {}, memory {} MiB, {} CPUs in ACPI MADT, experiment '{}'",
+            b["firmware"].as_str().unwrap_or("?"),
+            u(&b["memory_bytes"]) >> 20,
+            u(&b["madt_cpus"]),
+            b["experiment"].as_str().unwrap_or("?"),
+        );
+    } else {
+        println!("boot: no boot record (the kernel did not get that far)");
+    }
+    for err in result.records_of("error") {
+        println!("error: {}", err["message"].as_str().unwrap_or("?"));
+    }
+    if let Some(f) = result.record("fault") {
+        print_fault(result, f, kernel_elf);
+    }
+    for (line, err) in &result.bad_records {
+        println!("malformed record ({err}): {line}");
+    }
+    let exit = result.record("exit").and_then(|e| e["status"].as_str());
+    if let (Some(said), Some(expected)) = (exit, result.outcome.kernel_status_name())
+        && said != expected
+    {
+        println!(
+            "warning: kernel's exit record says '{said}' but QEMU's status means '{expected}'"
+        );
+    }
+    println!(
+        "outcome: {} after {:.1} s wall ({} records)",
+        result.outcome,
+        result.wall.as_secs_f64(),
+        result.records.len()
+    );
+    if result.outcome == Outcome::Timeout || matches!(result.outcome, Outcome::QemuError(_)) {
+        let tail: Vec<&String> = result.log.iter().rev().take(15).collect();
+        println!("last console lines:");
+        for l in tail.into_iter().rev() {
+            println!("  | {l}");
+        }
+        if !result.stderr.trim().is_empty() {
+            println!("qemu stderr:\n{}", result.stderr.trim());
+        }
+    }
+}
+
+fn print_fault(result: &RunResult, f: &Value, kernel_elf: &Path) {
+    match f["kind"].as_str() {
+        Some("panic") => println!(
+            "fault: PANIC on CPU {} at {}:{}: {}",
+            u(&f["cpu"]),
+            f["file"].as_str().unwrap_or("?"),
+            u(&f["line"]),
+            f["message"].as_str().unwrap_or("?")
+        ),
+        _ => {
+            let rip = u(&f["rip"]);
+            println!(
+                "fault: CPU {} {} {} (vector {}) at RIP {rip:#x}{}",
+                u(&f["cpu"]),
+                f["mnemonic"].as_str().unwrap_or(""),
+                f["name"].as_str().unwrap_or("unexpected interrupt"),
+                u(&f["vector"]),
+                f.get("cr2")
+                    .map_or(String::new(), |c| format!(", CR2 {:#x}", u(c)))
+            );
+            let offset = result
+                .record("boot")
+                .map_or(0, |b| u(&b["kernel_image_offset"]));
+            if let Some(place) = symbolize::locate(kernel_elf, rip, offset) {
+                println!("       in {place}");
+            }
+        }
+    }
+}

@@ -1,0 +1,233 @@
+//! Runs QEMU to completion (or timeout) and separates the kernel's console
+//! output into log lines and result records.
+//!
+//! QEMU's stdout (the serial port) is read line by line on a helper thread;
+//! the main thread enforces the wall-clock limit and kills QEMU when it passes.
+//! Nothing is lost: every line is kept, and every record line is parsed (a
+//! malformed record is reported, not dropped silently).
+
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use serde_json::Value;
+
+use crate::RECORD_PREFIX;
+use crate::outcome::Outcome;
+
+/// Everything a run produced.
+#[derive(Debug)]
+pub struct RunResult {
+    pub outcome: Outcome,
+    /// Parsed result records, in order.
+    pub records: Vec<Value>,
+    /// Console lines that were not records (ANSI escapes removed).
+    pub log: Vec<String>,
+    /// Record lines that were not valid JSON, with the parse error.
+    pub bad_records: Vec<(String, String)>,
+    /// QEMU's own stderr.
+    pub stderr: String,
+    /// Wall time from QEMU start to exit.
+    pub wall: Duration,
+}
+
+impl RunResult {
+    /// Records of the given `type`.
+    pub fn records_of<'a>(&'a self, kind: &'a str) -> impl Iterator<Item = &'a Value> + 'a {
+        self.records.iter().filter(move |r| r["type"] == kind)
+    }
+
+    /// The first record of the given `type`.
+    pub fn record(&self, kind: &str) -> Option<&Value> {
+        self.records.iter().find(|r| r["type"] == kind)
+    }
+
+    /// The whole console output (log and records) as one string, for failure messages.
+    pub fn console(&self) -> String {
+        let mut s = self.log.join("\n");
+        s.push_str("\n--- qemu stderr ---\n");
+        s.push_str(&self.stderr);
+        s
+    }
+}
+
+/// Removes ANSI/VT100 escape sequences (OVMF paints the serial console with them).
+pub fn strip_ansi(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            if chars.peek() == Some(&'[') {
+                chars.next();
+                // CSI: parameters then one final byte in '@'..='~'.
+                for c in chars.by_ref() {
+                    if ('@'..='~').contains(&c) {
+                        break;
+                    }
+                }
+            } else {
+                chars.next();
+            }
+        } else if c != '\r' && (c >= ' ' || c == '\t') {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Starts `cmd`, streams its console (echoing it when `echo`), stops it after
+/// `timeout`.
+pub fn run(mut cmd: Command, timeout: Duration, echo: bool) -> Result<RunResult> {
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let start = Instant::now();
+    let mut child = cmd.spawn().context("starting qemu-system-x86_64")?;
+    let stdout = child.stdout.take().context("qemu stdout")?;
+    let mut stderr_pipe = child.stderr.take().context("qemu stderr")?;
+    let (tx, rx) = mpsc::channel::<String>();
+    let reader = std::thread::spawn(move || {
+        let mut r = BufReader::new(stdout);
+        let mut buf = Vec::new();
+        while r.read_until(b'\n', &mut buf).is_ok_and(|n| n > 0) {
+            if tx.send(String::from_utf8_lossy(&buf).into_owned()).is_err() {
+                break;
+            }
+            buf.clear();
+        }
+    });
+    let err_reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stderr_pipe.read_to_string(&mut s);
+        s
+    });
+
+    let mut result = RunResult {
+        outcome: Outcome::Timeout,
+        records: Vec::new(),
+        log: Vec::new(),
+        bad_records: Vec::new(),
+        stderr: String::new(),
+        wall: Duration::ZERO,
+    };
+    let deadline = start + timeout;
+    let status = loop {
+        match rx.recv_timeout(Duration::from_millis(50)) {
+            Ok(raw) => take_line(&mut result, &raw, echo),
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                // stdout closed: QEMU is exiting.
+                let remaining = deadline.saturating_duration_since(Instant::now());
+                break wait_until(&mut child, remaining)?;
+            }
+        }
+        if let Some(status) = child.try_wait()? {
+            break Some(status);
+        }
+        if Instant::now() >= deadline {
+            break None;
+        }
+    };
+    let (status, timed_out) = match status {
+        Some(s) => (s, false),
+        None => {
+            let _ = child.kill();
+            (child.wait()?, true)
+        }
+    };
+    let _ = reader.join();
+    // Drain lines that arrived after the exit was noticed.
+    while let Ok(raw) = rx.try_recv() {
+        take_line(&mut result, &raw, echo);
+    }
+    result.stderr = err_reader.join().unwrap_or_default();
+    result.wall = start.elapsed();
+    result.outcome = match (timed_out, status.code()) {
+        (true, _) => Outcome::Timeout,
+        (false, Some(c)) => Outcome::from_qemu_status(c),
+        // Killed by a signal from outside.
+        (false, None) => Outcome::QemuError(-1),
+    };
+    Ok(result)
+}
+
+fn wait_until(
+    child: &mut std::process::Child,
+    limit: Duration,
+) -> Result<Option<std::process::ExitStatus>> {
+    let end = Instant::now() + limit;
+    loop {
+        if let Some(s) = child.try_wait()? {
+            return Ok(Some(s));
+        }
+        if Instant::now() >= end {
+            return Ok(None);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn take_line(result: &mut RunResult, raw: &str, echo: bool) {
+    let line = strip_ansi(raw.trim_end_matches('\n'));
+    // The prefix may follow firmware noise on the same line; records start at the prefix.
+    if let Some(pos) = line.find(RECORD_PREFIX) {
+        let json = &line[pos + RECORD_PREFIX.len()..];
+        match serde_json::from_str::<Value>(json) {
+            Ok(v) => result.records.push(v),
+            Err(e) => {
+                if echo {
+                    eprintln!("xtask: malformed record ({e}): {json}");
+                }
+                result.bad_records.push((json.to_string(), e.to_string()));
+            }
+        }
+        if pos > 0 {
+            result.log.push(line[..pos].to_string());
+        }
+        return;
+    }
+    if echo {
+        println!("{line}");
+    }
+    result.log.push(line);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strips_escapes_and_carriage_returns() {
+        assert_eq!(strip_ansi("\u{1b}[2J\u{1b}[01;01Hhello\r"), "hello");
+        assert_eq!(strip_ansi("a\u{1b}[0mb"), "ab");
+    }
+
+    #[test]
+    fn separates_records_from_log() {
+        let mut r = RunResult {
+            outcome: Outcome::Success,
+            records: vec![],
+            log: vec![],
+            bad_records: vec![],
+            stderr: String::new(),
+            wall: Duration::ZERO,
+        };
+        take_line(&mut r, "[cpu0 INFO  kernel] hi\n", false);
+        take_line(
+            &mut r,
+            "@@SCHEDLAB {\"type\":\"boot\",\"madt_cpus\":2}\n",
+            false,
+        );
+        take_line(&mut r, "noise@@SCHEDLAB {\"type\":\"exit\"}\n", false);
+        take_line(&mut r, "@@SCHEDLAB {broken\n", false);
+        assert_eq!(r.records.len(), 2);
+        assert_eq!(r.record("boot").unwrap()["madt_cpus"], 2);
+        assert_eq!(
+            r.log,
+            vec!["[cpu0 INFO  kernel] hi".to_string(), "noise".to_string()]
+        );
+        assert_eq!(r.bad_records.len(), 1);
+    }
+}
