@@ -15,6 +15,8 @@ mod arch;
 mod experiments;
 mod fault;
 mod logger;
+mod machine;
+mod machine_report;
 mod mm;
 mod record;
 
@@ -43,6 +45,7 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
     arch::gdt::init_this_cpu();
     arch::idt::load();
     arch::percpu::install(0, arch::cpu::apic_id());
+    arch::pic::disable();
 
     let cfg = match load_config(boot_info) {
         Ok(cfg) => cfg,
@@ -57,9 +60,47 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
     };
     logger::set_level(cfg.log_level);
 
-    let acpi = acpi::probe(boot_info.rsdp_addr.into_option(), mem.phys_offset);
+    let acpi = match acpi::probe(
+        boot_info.rsdp_addr.into_option(),
+        mem.phys_offset,
+        mem.phys_limit,
+    ) {
+        Ok(a) => a,
+        Err(msg) => fail("acpi", &msg),
+    };
     print_banner(&mem, &acpi, &cfg, boot_info);
-    end(experiments::run(&cfg.experiment))
+    let machine = match machine::bring_up(&acpi.firmware, mem.phys_offset, cfg.hz) {
+        Ok(m) => m,
+        Err(msg) => fail("topology", &msg),
+    };
+    machine_report::print_console(&machine);
+    machine_report::emit_smp(&machine);
+    machine_report::emit_topology(&machine);
+    log::info!(
+        "{} of {} CPUs online {} ms after reset; TSC {} MHz ({}); tick {} Hz ({})",
+        1 + machine.aps.iter().filter(|a| a.online).count(),
+        machine.topology.nr_cpus(),
+        machine.reset_to_online_ns / 1_000_000,
+        machine.tsc_hz / 1_000_000,
+        machine.tsc_source.name(),
+        machine.hz,
+        if machine.timer.tsc_deadline {
+            "TSC-deadline"
+        } else {
+            "periodic"
+        },
+    );
+    end(experiments::run(&cfg.experiment, &machine))
+}
+
+/// Reports a start-up error (log line + `error` record) and fails the run.
+fn fail(kind: &str, msg: &str) -> ! {
+    log::error!("{msg}");
+    Record::new("error")
+        .str("kind", kind)
+        .str("message", msg)
+        .emit();
+    end(ExitCode::Failure)
 }
 
 /// Reads the boot configuration from the ramdisk (defaults when there is none).
@@ -75,14 +116,15 @@ fn load_config(boot_info: &BootInfo) -> Result<BootConfig, alloc::string::String
     BootConfig::parse(bytes).map_err(|e| alloc::format!("{e}"))
 }
 
-fn print_banner(mem: &mm::MemoryInfo, acpi: &acpi::AcpiSummary, cfg: &BootConfig, bi: &BootInfo) {
+fn print_banner(mem: &mm::MemoryInfo, acpi: &acpi::AcpiInfo, cfg: &BootConfig, bi: &BootInfo) {
+    let madt_cpus = acpi.firmware.madt.enabled_cpus().count();
     log::info!(
         "schedlab {} | firmware {} | memory {} MiB (heap {} MiB) | ACPI: {} CPUs in MADT | experiment '{}'",
         env!("CARGO_PKG_VERSION"),
         mem.firmware.name(),
         mem.memory_bytes >> 20,
         mem.heap_bytes >> 20,
-        acpi.madt_cpus,
+        madt_cpus,
         cfg.experiment,
     );
     Record::new("boot")
@@ -93,7 +135,8 @@ fn print_banner(mem: &mm::MemoryInfo, acpi: &acpi::AcpiSummary, cfg: &BootConfig
         .u64("memory_regions", mem.regions as u64)
         .u64("heap_used_bytes", mm::heap::usage().0 as u64)
         .u64("frames_free_bytes", mm::frames::free_bytes())
-        .u64("madt_cpus", acpi.madt_cpus as u64)
+        .u64("madt_cpus", madt_cpus as u64)
+        .raw("acpi_tables", &alloc::format!("{:?}", acpi.tables))
         .u64("rsdp", acpi.rsdp)
         .str("experiment", &cfg.experiment)
         .str("label", &cfg.label)

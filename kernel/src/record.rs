@@ -85,6 +85,13 @@ impl Record {
         self
     }
 
+    /// Adds a field whose value is already valid JSON (array or object).
+    pub fn raw(mut self, k: &str, json: &str) -> Record {
+        self.key(k);
+        self.buf.push_str(json);
+        self
+    }
+
     /// Prints the record as one console line.
     pub fn emit(mut self) {
         self.buf.push('}');

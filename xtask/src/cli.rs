@@ -87,6 +87,9 @@ pub struct RunArgs {
     /// Label copied into the boot record (e.g. "baseline", "variant").
     #[arg(long, default_value = "")]
     pub label: String,
+    /// Scheduler tick rate per CPU (CONFIG_HZ).
+    #[arg(long, default_value_t = bootcfg::DEFAULT_HZ)]
+    pub hz: u32,
 }
 
 /// Options of `cargo xtask test`.
@@ -157,8 +160,8 @@ impl RunArgs {
     /// The boot configuration (validated against the shared catalogue).
     pub fn boot_config(&self) -> Result<bootcfg::BootConfig> {
         let text = format!(
-            "experiment={}\nlog={}\nlabel={}\n",
-            self.experiment, self.log_level, self.label
+            "experiment={}\nlog={}\nlabel={}\nhz={}\n",
+            self.experiment, self.log_level, self.label, self.hz
         );
         bootcfg::BootConfig::parse(text.as_bytes()).map_err(|e| {
             // Report in terms of flags rather than config-file lines.

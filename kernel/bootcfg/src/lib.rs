@@ -63,8 +63,10 @@ pub struct BootConfig {
     pub experiment: String,
     /// Console log level.
     pub log_level: LogLevel,
-    /// Free-form label copied into every result record (e.g. "baseline").
+    /// Free-form label copied into the boot record (e.g. "baseline").
     pub label: String,
+    /// Scheduler tick rate per CPU (Linux's CONFIG_HZ).
+    pub hz: u32,
 }
 
 /// The experiment run when nothing is configured.
@@ -76,9 +78,15 @@ impl Default for BootConfig {
             experiment: DEFAULT_EXPERIMENT.to_string(),
             log_level: LogLevel::Info,
             label: String::new(),
+            hz: DEFAULT_HZ,
         }
     }
 }
+
+/// Default tick rate (as Linux distributions commonly build with CONFIG_HZ=250).
+pub const DEFAULT_HZ: u32 = 250;
+/// Accepted tick rates.
+pub const HZ_RANGE: core::ops::RangeInclusive<u32> = 10..=10_000;
 
 /// A configuration error, with the 1-based line it occurred on.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -97,6 +105,8 @@ pub enum ConfigError {
     BadLogLevel { line: usize, value: String },
     /// A label with characters outside `[A-Za-z0-9._-]` or longer than 64 bytes.
     BadLabel { line: usize, value: String },
+    /// A tick rate that is not an integer in [`HZ_RANGE`].
+    BadHz { line: usize, value: String },
 }
 
 impl fmt::Display for ConfigError {
@@ -108,7 +118,7 @@ impl fmt::Display for ConfigError {
             }
             ConfigError::UnknownKey { line, key } => write!(
                 f,
-                "boot config line {line}: unknown key '{key}' (known: experiment, log, label)"
+                "boot config line {line}: unknown key '{key}' (known: experiment, log, label, hz)"
             ),
             ConfigError::DuplicateKey { line, key } => {
                 write!(f, "boot config line {line}: key '{key}' given twice")
@@ -132,6 +142,12 @@ impl fmt::Display for ConfigError {
                 f,
                 "boot config line {line}: bad label '{value}' (up to 64 of A-Z a-z 0-9 . _ -)"
             ),
+            ConfigError::BadHz { line, value } => write!(
+                f,
+                "boot config line {line}: bad tick rate '{value}' (an integer from {} to {})",
+                HZ_RANGE.start(),
+                HZ_RANGE.end()
+            ),
         }
     }
 }
@@ -147,7 +163,7 @@ impl BootConfig {
     pub fn parse(bytes: &[u8]) -> Result<BootConfig, ConfigError> {
         let text = core::str::from_utf8(bytes).map_err(|_| ConfigError::NotUtf8)?;
         let mut cfg = BootConfig::default();
-        let mut seen = [false; 3];
+        let mut seen = [false; 4];
         for (i, raw) in text.lines().enumerate() {
             let line = i + 1;
             let content = raw.split('#').next().unwrap_or("").trim();
@@ -162,6 +178,7 @@ impl BootConfig {
                 "experiment" => 0,
                 "log" => 1,
                 "label" => 2,
+                "hz" => 3,
                 _ => {
                     return Err(ConfigError::UnknownKey {
                         line,
@@ -191,6 +208,16 @@ impl BootConfig {
                         value: value.to_string(),
                     })?;
                 }
+                3 => {
+                    cfg.hz = value
+                        .parse()
+                        .ok()
+                        .filter(|hz| HZ_RANGE.contains(hz))
+                        .ok_or(ConfigError::BadHz {
+                            line,
+                            value: value.to_string(),
+                        })?;
+                }
                 _ => {
                     if !valid_label(value) {
                         return Err(ConfigError::BadLabel {
@@ -212,6 +239,8 @@ impl BootConfig {
         s.push_str(&self.experiment);
         s.push_str("\nlog=");
         s.push_str(self.log_level.name());
+        s.push_str("\nhz=");
+        s.push_str(&alloc::format!("{}", self.hz));
         s.push('\n');
         if !self.label.is_empty() {
             s.push_str("label=");
@@ -232,6 +261,7 @@ mod tests {
             experiment: "test-panic".into(),
             log_level: LogLevel::Debug,
             label: "variant-1".into(),
+            hz: 1000,
         };
         assert_eq!(BootConfig::parse(cfg.to_text().as_bytes()), Ok(cfg));
     }
@@ -280,6 +310,14 @@ mod tests {
             })
         );
         assert_eq!(BootConfig::parse(&[0xff, 0xfe]), Err(ConfigError::NotUtf8));
+        assert_eq!(
+            BootConfig::parse(b"hz=5"),
+            Err(ConfigError::BadHz {
+                line: 1,
+                value: "5".into()
+            })
+        );
+        assert!(BootConfig::parse(b"hz=abc").is_err());
         assert!(matches!(
             BootConfig::parse(b"label=a b"),
             Err(ConfigError::BadLabel { line: 1, .. })

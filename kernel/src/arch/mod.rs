@@ -2,10 +2,17 @@
 //! descriptor tables lives below this module, behind a small safe facade.
 //! Policy code (the `sched` and `topology` crates) never reaches in here.
 
+pub mod apic;
 pub mod cpu;
 pub mod gdt;
 pub mod idt;
+pub mod ipi;
 pub mod percpu;
+pub mod pic;
 pub mod qemu;
 pub mod serial;
+pub mod smp;
+pub mod time;
+pub mod timer;
+pub mod trampoline;
 pub mod trap;

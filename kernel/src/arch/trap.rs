@@ -7,6 +7,8 @@
 
 use core::arch::global_asm;
 
+use super::{apic, ipi, pic, timer};
+
 /// Distance between two entry stubs, in bytes.
 pub const STUB_STRIDE: usize = 16;
 
@@ -110,8 +112,28 @@ pub struct TrapFrame {
 /// Rust side of every interrupt and exception.
 extern "sysv64" fn trap_dispatch(frame: &mut TrapFrame) {
     let vector = frame.vector as u8;
-    if vector < 32 {
-        crate::fault::cpu_exception(frame);
+    match vector {
+        0..32 => crate::fault::cpu_exception(frame),
+        apic::TIMER_VECTOR => {
+            timer::handle_tick();
+            apic::eoi();
+        }
+        apic::RESCHEDULE_VECTOR => {
+            ipi::handle_reschedule();
+            apic::eoi();
+        }
+        apic::CALL_FUNCTION_VECTOR => {
+            ipi::handle_call_function();
+            apic::eoi();
+        }
+        apic::ERROR_VECTOR => {
+            log::warn!("local APIC error interrupt");
+            apic::eoi();
+        }
+        // Spurious interrupts are not acknowledged (Intel SDM 10.9).
+        apic::SPURIOUS_VECTOR => {}
+        // The 8259s are masked; only their spurious IRQ 7 / 15 can show up.
+        v if v == pic::PIC_VECTOR_BASE + 7 || v == pic::PIC_VECTOR_BASE + 15 => {}
+        _ => crate::fault::unexpected_interrupt(frame),
     }
-    crate::fault::unexpected_interrupt(frame);
 }

@@ -1,17 +1,16 @@
 //! Experiments: what the kernel does after bring-up. The catalogue of names
 //! lives in the shared `bootcfg` crate; this module maps each name to code.
 
+mod boot;
 mod faults;
 
 use crate::arch::qemu::ExitCode;
+use crate::machine::Machine;
 
 /// Runs the configured experiment and says how the run should end.
-pub fn run(name: &str) -> ExitCode {
+pub fn run(name: &str, machine: &Machine) -> ExitCode {
     match name {
-        "boot" => {
-            log::info!("experiment 'boot': bring-up complete, nothing else to run");
-            ExitCode::Success
-        }
+        "boot" => boot::run(machine),
         "test-panic" => faults::panic(),
         "test-pagefault" => faults::page_fault(),
         "test-hang" => faults::hang(),

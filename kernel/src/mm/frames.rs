@@ -42,10 +42,6 @@ pub fn init(regions: &[MemoryRegion], phys_offset: u64, heap: (u64, u64)) {
     });
 }
 
-#[expect(
-    dead_code,
-    reason = "first user is the AP start-up trampoline (SMP bring-up)"
-)]
 /// Allocates `count` contiguous zeroed frames wholly below `limit`; returns the
 /// physical address, or `None` when no such run is left.
 pub fn alloc_below(count: u64, limit: u64) -> Option<u64> {

@@ -7,6 +7,7 @@
 
 pub mod frames;
 pub mod heap;
+pub mod mmio;
 
 use bootloader_api::BootInfo;
 use bootloader_api::info::MemoryRegionKind;
@@ -43,6 +44,9 @@ pub struct MemoryInfo {
     pub regions: usize,
     /// Firmware kind.
     pub firmware: Firmware,
+    /// End of the highest region in the memory map (the physical-memory
+    /// window covers everything below it).
+    pub phys_limit: u64,
 }
 
 /// Keep this much of the largest region for frames (stacks with guard pages, etc.).
@@ -60,6 +64,7 @@ pub fn init(boot_info: &BootInfo) -> MemoryInfo {
     let mut memory_bytes = 0;
     let mut firmware = Firmware::Unknown;
     let mut largest: Option<(u64, u64)> = None;
+    let phys_limit = regions.iter().map(|r| r.end).max().unwrap_or(0);
     for r in regions.iter() {
         match r.kind {
             MemoryRegionKind::Usable => {
@@ -90,5 +95,6 @@ pub fn init(boot_info: &BootInfo) -> MemoryInfo {
         phys_offset,
         regions: regions.len(),
         firmware,
+        phys_limit,
     }
 }

@@ -1,0 +1,119 @@
+//! Bringing the whole machine up: clock, APIC, every AP, the tick on every
+//! CPU, and the topology model (ACPI + each CPU's own CPUID leaves ->
+//! `topology::Topology` -> scheduling domains).
+
+use alloc::vec::Vec;
+use core::sync::atomic::Ordering;
+
+use topology::acpi::Firmware;
+use topology::{SchedDomains, Topology};
+
+use crate::arch::apic::{self, TimerSetup};
+use crate::arch::smp::{self, ApStatus};
+use crate::arch::time::{self, TscSource};
+use crate::arch::{percpu, timer};
+
+/// Everything known about the running machine after bring-up.
+pub struct Machine {
+    pub topology: Topology,
+    pub domains: SchedDomains,
+    /// Start-up result of every AP, in logical order (cpu 1, 2, ...).
+    pub aps: Vec<ApStatus>,
+    pub tsc_hz: u64,
+    pub tsc_source: TscSource,
+    pub timer: TimerSetup,
+    pub hz: u32,
+    /// TSC time from reset (TSC = 0) to every AP online or given up, ns.
+    pub reset_to_online_ns: u64,
+    /// Time from TSC calibration (early kernel start) to the same point, ns.
+    pub kernel_to_online_ns: u64,
+    pub x2apic: bool,
+    /// Number of topology warnings logged.
+    pub warnings: usize,
+}
+
+impl Machine {
+    /// Whether logical CPU `cpu` is running.
+    pub fn is_online(&self, cpu: usize) -> bool {
+        percpu::get(cpu).is_some_and(|p| p.online.load(Ordering::Acquire))
+    }
+}
+
+/// What every AP runs once online: its tick, then idle.
+fn ap_main() -> ! {
+    timer::start_this_cpu();
+    x86_64::instructions::interrupts::enable();
+    loop {
+        x86_64::instructions::hlt();
+    }
+}
+
+/// Brings up every CPU the MADT lists and builds the topology. Errors are
+/// messages naming the table or CPU at fault.
+pub fn bring_up(
+    fw: &Firmware,
+    phys_offset: u64,
+    hz: u32,
+) -> Result<Machine, alloc::string::String> {
+    let (tsc_hz, tsc_source) = time::init();
+    apic::init_bsp(phys_offset);
+    let bsp_apic = apic::id();
+    percpu::current().online.store(true, Ordering::Release);
+    let timer_setup = timer::init(hz);
+    timer::start_this_cpu();
+    x86_64::instructions::interrupts::enable();
+
+    let bsp_listed = fw.madt.enabled_cpus().any(|c| c.apic_id == bsp_apic);
+    if !bsp_listed {
+        return Err(alloc::format!(
+            "MADT: the boot CPU (APIC id {bsp_apic}) is not an enabled processor entry"
+        ));
+    }
+    let ap_ids: Vec<u32> = fw
+        .madt
+        .enabled_cpus()
+        .map(|c| c.apic_id)
+        .filter(|&a| a != bsp_apic)
+        .collect();
+    let aps = smp::start_aps(&ap_ids, phys_offset, ap_main);
+    let reset_to_online_ns = time::tsc_to_ns(time::rdtsc());
+    let kernel_to_online_ns = time::now_ns();
+
+    let mut identities = Vec::new();
+    for p in percpu::all().filter(|p| p.online.load(Ordering::Acquire)) {
+        let id = topology::cpuid::decode(&p.cpuid)
+            .map_err(|e| alloc::format!("CPUID of cpu {} (APIC id {}): {e}", p.cpu, p.apic_id))?;
+        identities.push((p.apic_id, id));
+    }
+    let (topo, warnings) =
+        topology::assemble(&fw.madt, fw.srat.as_ref(), fw.slit.as_ref(), &identities)
+            .map_err(|e| alloc::format!("topology: {e}"))?;
+    for w in &warnings {
+        log::warn!("topology: {w}");
+    }
+    for p in percpu::all() {
+        let t = topo.cpus.get(p.cpu as usize);
+        if t.map(|t| t.apic_id) != Some(p.apic_id) {
+            return Err(alloc::format!(
+                "topology numbering disagrees with start-up order: cpu {} has APIC id {} but the model says {:?}",
+                p.cpu,
+                p.apic_id,
+                t.map(|t| t.apic_id)
+            ));
+        }
+    }
+    let domains = topology::build_sched_domains(&topo);
+    Ok(Machine {
+        topology: topo,
+        domains,
+        aps,
+        tsc_hz,
+        tsc_source,
+        timer: timer_setup,
+        hz,
+        reset_to_online_ns,
+        kernel_to_online_ns,
+        x2apic: apic::is_x2apic(),
+        warnings: warnings.len(),
+    })
+}

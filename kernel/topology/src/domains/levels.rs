@@ -1,0 +1,182 @@
+//! The topology levels (Linux `struct sched_domain_topology_level`) and `sd_init`.
+//!
+//! Levels, bottom-up, as Linux x86 6.x builds them:
+//! * `SMT` — `cpu_smt_mask`, flags `SD_SHARE_CPUCAPACITY | SD_SHARE_LLC` (`cpu_smt_flags`);
+//! * `MC` — `cpu_coregroup_mask` = CPUs sharing the LLC, `SD_SHARE_LLC` (`cpu_core_flags`);
+//! * `PKG` — `cpu_cpu_mask` = CPUs of the CPU's node, no flags. Omitted, like x86's
+//!   `x86_numa_in_package_topology`, when a node is smaller than its package;
+//! * then, from `sched_init_numa`: `NODE` (nodes at the local distance, no flags) and one
+//!   `NUMA` level per further distinct distance `d` (span = CPUs of the nodes at
+//!   distance `<= d`, flags `SD_NUMA`, overlapping groups).
+
+use alloc::vec::Vec;
+
+use super::DomainConfig;
+use super::flags::*;
+use crate::CpuId;
+use crate::mask::CpuMask;
+use crate::topo::Topology;
+
+/// Which mask a level uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum LevelMask {
+    Smt,
+    Llc,
+    Node,
+    /// Nodes within the given SLIT distance of the CPU's node.
+    NumaWithin(u32),
+}
+
+/// One topology level (`struct sched_domain_topology_level`).
+#[derive(Clone, Debug)]
+pub(crate) struct Level {
+    pub name: &'static str,
+    pub mask: LevelMask,
+    /// `tl->sd_flags()`.
+    pub sd_flags: SdFlags,
+    /// `SDTL_OVERLAP`.
+    pub overlap: bool,
+    /// Distance of a NODE/NUMA level (`sched_domains_numa_distance[numa_level]`).
+    pub numa_distance: Option<u32>,
+}
+
+/// The distinct node distances, sorted (`sched_init_numa`'s distance bitmap); the first
+/// is the local distance.
+pub(crate) fn numa_distances(topo: &Topology) -> Vec<u32> {
+    let mut d: Vec<u32> = Vec::new();
+    for a in 0..topo.nr_nodes as u32 {
+        for b in 0..topo.nr_nodes as u32 {
+            let v = topo.node_distance(a, b);
+            if let Err(p) = d.binary_search(&v) {
+                d.insert(p, v);
+            }
+        }
+    }
+    d
+}
+
+/// True when some node is strictly smaller than the package of one of its CPUs
+/// (x86 `x86_has_numa_in_package`).
+pub(crate) fn numa_in_package(topo: &Topology) -> bool {
+    let mut seen: Vec<(u32, u32)> = Vec::new();
+    for c in &topo.cpus {
+        match seen.iter().find(|(p, _)| *p == c.package) {
+            Some(&(_, n)) if n != c.node => return true,
+            Some(_) => {}
+            None => seen.push((c.package, c.node)),
+        }
+    }
+    false
+}
+
+/// The level list for `topo` (`x86_topology` / `x86_numa_in_package_topology`
+/// followed by the levels `sched_init_numa` appends).
+pub(crate) fn topology_levels(topo: &Topology) -> Vec<Level> {
+    let mut v = Vec::new();
+    let plain = |name, mask, sd_flags| Level {
+        name,
+        mask,
+        sd_flags,
+        overlap: false,
+        numa_distance: None,
+    };
+    v.push(plain(
+        "SMT",
+        LevelMask::Smt,
+        SD_SHARE_CPUCAPACITY | SD_SHARE_LLC,
+    ));
+    v.push(plain("MC", LevelMask::Llc, SD_SHARE_LLC));
+    if !numa_in_package(topo) {
+        v.push(plain("PKG", LevelMask::Node, SdFlags::EMPTY));
+    }
+    if topo.nr_nodes > 1 {
+        for (j, d) in numa_distances(topo).into_iter().enumerate() {
+            v.push(Level {
+                name: if j == 0 { "NODE" } else { "NUMA" },
+                mask: LevelMask::NumaWithin(d),
+                sd_flags: if j == 0 { SdFlags::EMPTY } else { SD_NUMA },
+                overlap: j != 0,
+                numa_distance: Some(d),
+            });
+        }
+    }
+    v
+}
+
+/// The level's mask for `cpu` (`tl->mask(cpu)`), before intersecting with the map.
+pub(crate) fn level_mask(topo: &Topology, level: &Level, cpu: CpuId) -> CpuMask {
+    match level.mask {
+        LevelMask::Smt => topo.smt_mask(cpu),
+        LevelMask::Llc => topo.llc_mask(cpu),
+        LevelMask::Node => topo
+            .node_of(cpu)
+            .map_or_else(|| CpuMask::new(topo.nr_cpus()), |n| topo.node_mask(n)),
+        LevelMask::NumaWithin(d) => {
+            // sd_numa_mask: OR of the nodes k with node_distance(node, k) <= d.
+            let mut m = CpuMask::new(topo.nr_cpus());
+            if let Some(node) = topo.node_of(cpu) {
+                for k in 0..topo.nr_nodes as u32 {
+                    if topo.node_distance(node, k) <= d {
+                        m = m.or(&topo.node_mask(k));
+                    }
+                }
+            }
+            m
+        }
+    }
+}
+
+/// Parameters `sd_init` derives from the level flags and span weight.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct SdInit {
+    pub flags: SdFlags,
+    pub imbalance_pct: u32,
+    pub cache_nice_tries: u32,
+    pub min_interval_ms: u32,
+    pub max_interval_ms: u32,
+    pub busy_factor: u32,
+}
+
+/// Mirrors Linux `sd_init()`: defaults (NEWIDLE|EXEC|FORK|WAKE_AFFINE|PREFER_SIBLING,
+/// intervals `w`/`2w` ms, `busy_factor`), then SMT → pct 110; LLC → pct 117, one
+/// cache_nice_try; NUMA → two tries, no PREFER_SIBLING, SERIALIZE, and beyond the
+/// reclaim distance no EXEC/FORK/WAKE_AFFINE; anything else → one try.
+pub(crate) fn sd_init(level: &Level, span_weight: usize, cfg: &DomainConfig) -> SdInit {
+    let w = u32::try_from(span_weight).unwrap_or(u32::MAX);
+    let mut s = SdInit {
+        flags: SD_BALANCE_NEWIDLE
+            | SD_BALANCE_EXEC
+            | SD_BALANCE_FORK
+            | SD_WAKE_AFFINE
+            | SD_PREFER_SIBLING
+            | level.sd_flags,
+        imbalance_pct: cfg.default_imbalance_pct,
+        cache_nice_tries: 0,
+        min_interval_ms: w,
+        max_interval_ms: w.saturating_mul(2),
+        busy_factor: cfg.busy_factor,
+    };
+    if s.flags.contains(SD_SHARE_CPUCAPACITY) {
+        s.imbalance_pct = 110;
+    } else if s.flags.contains(SD_SHARE_LLC) {
+        s.imbalance_pct = 117;
+        s.cache_nice_tries = 1;
+    } else if s.flags.contains(SD_NUMA) {
+        s.cache_nice_tries = 2;
+        s.flags = s.flags.without(SD_PREFER_SIBLING) | SD_SERIALIZE;
+        if level
+            .numa_distance
+            .is_some_and(|d| d > cfg.reclaim_distance)
+        {
+            s.flags = s
+                .flags
+                .without(SD_BALANCE_EXEC | SD_BALANCE_FORK | SD_WAKE_AFFINE);
+        }
+    } else {
+        s.cache_nice_tries = 1;
+    }
+    if level.overlap {
+        s.flags |= SD_OVERLAP;
+    }
+    s
+}
