@@ -3,7 +3,7 @@
 //! `topology::Topology` -> scheduling domains).
 
 use alloc::vec::Vec;
-use core::sync::atomic::Ordering;
+use core::sync::atomic::{AtomicBool, Ordering};
 
 use topology::acpi::Firmware;
 use topology::{SchedDomains, Topology};
@@ -39,13 +39,22 @@ impl Machine {
     }
 }
 
-/// What every AP runs once online: its tick, then idle.
+/// Set once the scheduler exists; APs idle in `hlt` until then.
+static SCHEDULER_READY: AtomicBool = AtomicBool::new(false);
+
+/// Lets every CPU enter the scheduler's idle loop.
+pub fn scheduler_ready() {
+    SCHEDULER_READY.store(true, Ordering::Release);
+}
+
+/// What every AP runs once online: its tick, then the scheduler's idle loop.
 fn ap_main() -> ! {
     timer::start_this_cpu();
     x86_64::instructions::interrupts::enable();
-    loop {
+    while !SCHEDULER_READY.load(Ordering::Acquire) {
         x86_64::instructions::hlt();
     }
+    crate::task::sched::idle_loop()
 }
 
 /// Brings up every CPU the MADT lists and builds the topology. Errors are

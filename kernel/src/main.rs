@@ -19,6 +19,9 @@ mod machine;
 mod machine_report;
 mod mm;
 mod record;
+mod sync;
+mod task;
+mod watchdog;
 
 use bootcfg::BootConfig;
 use bootloader_api::config::Mapping;
@@ -90,7 +93,49 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
             "periodic"
         },
     );
-    end(experiments::run(&cfg.experiment, &machine))
+    start_scheduler(&machine, &cfg);
+    let experiment = cfg.experiment.clone();
+    let machine: &'static machine::Machine =
+        alloc::boxed::Box::leak(alloc::boxed::Box::new(machine));
+    task::spawn(
+        task::SpawnOptions {
+            name: "main".into(),
+            pinned: Some(0),
+            ..Default::default()
+        },
+        move || end(experiments::run(&experiment, machine)),
+    );
+    task::sched::idle_loop()
+}
+
+/// Creates the scheduler core for this machine with the run's policy and
+/// switches, and lets every CPU enter the idle loop.
+fn start_scheduler(m: &machine::Machine, cfg: &BootConfig) {
+    let nr = m.topology.nr_cpus();
+    let pick = match sched::PickPolicy::parse(&cfg.pick) {
+        Ok(p) => p,
+        Err(e) => fail("config", &e),
+    };
+    let mut sc = match sched::SchedConfig::new(nr, pick).with_features(&cfg.features) {
+        Ok(sc) => sc,
+        Err(e) => fail(
+            "config",
+            &alloc::format!("features '{}': {e}", cfg.features),
+        ),
+    };
+    sc.tunables.tick_ns = 1_000_000_000 / cfg.hz as u64;
+    let topo = sched::SchedTopo::new(&m.topology, m.domains.clone());
+    Record::new("sched_config")
+        .str("pick", pick.name())
+        .str("features", &alloc::format!("{}", sc.features))
+        .u64("tick_ns", sc.tunables.tick_ns)
+        .u64("sched_latency_ns", sc.tunables.sched_latency_ns)
+        .u64("min_granularity_ns", sc.tunables.min_granularity_ns)
+        .u64("wakeup_granularity_ns", sc.tunables.wakeup_granularity_ns)
+        .u64("base_slice_ns", sc.tunables.base_slice_ns)
+        .emit();
+    task::sched::init(topo, sc, nr);
+    machine::scheduler_ready();
 }
 
 /// Reports a start-up error (log line + `error` record) and fails the run.

@@ -2,11 +2,12 @@
 
 use std::path::PathBuf;
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand};
 
 use crate::build::Firmware;
 use crate::machine::Machine;
+use crate::preset::{self, PRESETS};
 use crate::qemu::QemuConfig;
 
 /// schedlab's build, run and test driver.
@@ -29,8 +30,14 @@ pub enum Cmd {
         #[arg(long)]
         release: bool,
     },
-    /// List the experiments the kernel can run.
+    /// List the experiments and topology presets.
     List,
+    /// Re-capture the ACPI/CPUID fixtures of the topology tests from QEMU
+    /// (runs kernel/topology/fixtures/capture.py).
+    CaptureFixtures {
+        /// Shapes to capture (default: all the script knows).
+        shapes: Vec<String>,
+    },
 }
 
 /// Options of `cargo xtask run`.
@@ -39,6 +46,10 @@ pub struct RunArgs {
     /// Experiment to run (see `cargo xtask list`).
     #[arg(long, default_value = bootcfg::DEFAULT_EXPERIMENT)]
     pub experiment: String,
+    /// Machine shape preset (see `cargo xtask list`): default, xeon-e7-8870v4,
+    /// 2n48-llc24, 4n192-llc48, 2s48-smt, 2s8-nosmt.
+    #[arg(long, value_name = "NAME", conflicts_with_all = ["smp", "sockets", "dies", "cores", "threads"])]
+    pub topology: Option<String>,
     /// Total vCPUs; with no topology flags: one socket of N single-thread cores.
     #[arg(long)]
     pub smp: Option<u32>,
@@ -57,9 +68,9 @@ pub struct RunArgs {
     /// NUMA nodes; CPUs and memory are split evenly, in CPU order.
     #[arg(long)]
     pub numa_nodes: Option<u32>,
-    /// Guest memory in MiB.
-    #[arg(long, default_value_t = 512)]
-    pub memory: u32,
+    /// Guest memory in MiB (default: the preset's, else 512).
+    #[arg(long)]
+    pub memory: Option<u32>,
     /// Boot through UEFI (OVMF) instead of legacy BIOS.
     #[arg(long)]
     pub uefi: bool,
@@ -113,29 +124,30 @@ impl RunArgs {
             || self.dies.is_some()
             || self.cores.is_some()
             || self.threads.is_some();
-        let mut m = match (self.smp, topo_given) {
-            (Some(n), false) => Machine {
+        let mut m = match (&self.topology, self.smp, topo_given) {
+            (Some(name), _, _) => preset::find(name)
+                .with_context(|| {
+                    format!(
+                        "unknown topology preset '{name}' (known: {})",
+                        preset::names()
+                    )
+                })?
+                .machine(),
+            (None, Some(n), false) => Machine {
                 sockets: 1,
                 dies: 1,
                 cores: n,
                 threads: 1,
                 ..Machine::default()
             },
-            (_, true) => Machine {
+            (None, _, true) => Machine {
                 sockets: self.sockets.unwrap_or(1),
                 dies: self.dies.unwrap_or(1),
                 cores: self.cores.unwrap_or(1),
                 threads: self.threads.unwrap_or(1),
                 ..Machine::default()
             },
-            (None, false) => Machine {
-                sockets: 2,
-                dies: 1,
-                cores: 2,
-                threads: 2,
-                numa_nodes: 2,
-                ..Machine::default()
-            },
+            (None, None, false) => PRESETS[0].machine(),
         };
         if let (Some(n), true) = (self.smp, topo_given)
             && n != m.cpus()
@@ -149,10 +161,15 @@ impl RunArgs {
                 m.cpus()
             );
         }
-        if let Some(n) = self.numa_nodes {
+        if let Some(n) = self.numa_nodes
+            && n != m.numa_nodes
+        {
             m.numa_nodes = n;
+            m.distances = None;
         }
-        m.memory_mib = self.memory;
+        if let Some(mib) = self.memory {
+            m.memory_mib = mib;
+        }
         m.validate()?;
         Ok(m)
     }

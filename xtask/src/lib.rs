@@ -15,6 +15,7 @@ pub mod launch;
 pub mod machine;
 pub mod outcome;
 pub mod prereq;
+pub mod preset;
 pub mod qemu;
 pub mod report;
 pub mod runner;

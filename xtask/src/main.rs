@@ -26,10 +26,24 @@ fn main() -> ExitCode {
                 );
                 0
             }),
+        Cmd::CaptureFixtures { shapes } => prereq::ensure_qemu().and_then(|()| {
+            let script = xtask::project_root().join("kernel/topology/fixtures/capture.py");
+            let status = std::process::Command::new("python3")
+                .arg(script)
+                .args(shapes)
+                .status()?;
+            Ok(if status.success() { 0 } else { 1 })
+        }),
         Cmd::List => {
+            println!("experiments (--experiment NAME):");
             for e in bootcfg::EXPERIMENTS {
                 let tag = if e.test_only { " (test only)" } else { "" };
-                println!("{:<16} {}{tag}", e.name, e.description);
+                println!("  {:<16} {}{tag}", e.name, e.description);
+            }
+            println!("topology presets (--topology NAME):");
+            for p in xtask::preset::PRESETS {
+                let m = p.machine();
+                println!("  {:<16} {:>3} CPUs: {}", p.name, m.cpus(), p.mirrors);
             }
             Ok(0)
         }

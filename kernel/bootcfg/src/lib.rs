@@ -67,6 +67,11 @@ pub struct BootConfig {
     pub label: String,
     /// Scheduler tick rate per CPU (Linux's CONFIG_HZ).
     pub hz: u32,
+    /// Pick policy of the fair class: "cfs" or "eevdf".
+    pub pick: String,
+    /// Scheduler feature switches, e.g. "WA_IDLE,NO_SIS_UTIL" (validated by
+    /// the `sched` crate; empty = Linux defaults).
+    pub features: String,
 }
 
 /// The experiment run when nothing is configured.
@@ -79,6 +84,8 @@ impl Default for BootConfig {
             log_level: LogLevel::Info,
             label: String::new(),
             hz: DEFAULT_HZ,
+            pick: String::from("cfs"),
+            features: String::new(),
         }
     }
 }
@@ -107,6 +114,10 @@ pub enum ConfigError {
     BadLabel { line: usize, value: String },
     /// A tick rate that is not an integer in [`HZ_RANGE`].
     BadHz { line: usize, value: String },
+    /// A pick policy other than cfs / eevdf.
+    BadPick { line: usize, value: String },
+    /// A feature list with characters outside `[A-Z0-9_,]`.
+    BadFeatures { line: usize, value: String },
 }
 
 impl fmt::Display for ConfigError {
@@ -118,7 +129,7 @@ impl fmt::Display for ConfigError {
             }
             ConfigError::UnknownKey { line, key } => write!(
                 f,
-                "boot config line {line}: unknown key '{key}' (known: experiment, log, label, hz)"
+                "boot config line {line}: unknown key '{key}' (known: experiment, log, label, hz, pick, features)"
             ),
             ConfigError::DuplicateKey { line, key } => {
                 write!(f, "boot config line {line}: key '{key}' given twice")
@@ -142,6 +153,16 @@ impl fmt::Display for ConfigError {
                 f,
                 "boot config line {line}: bad label '{value}' (up to 64 of A-Z a-z 0-9 . _ -)"
             ),
+            ConfigError::BadPick { line, value } => {
+                write!(
+                    f,
+                    "boot config line {line}: bad pick policy '{value}' (cfs or eevdf)"
+                )
+            }
+            ConfigError::BadFeatures { line, value } => write!(
+                f,
+                "boot config line {line}: bad feature list '{value}' (comma-separated NAME or NO_NAME)"
+            ),
             ConfigError::BadHz { line, value } => write!(
                 f,
                 "boot config line {line}: bad tick rate '{value}' (an integer from {} to {})",
@@ -163,7 +184,7 @@ impl BootConfig {
     pub fn parse(bytes: &[u8]) -> Result<BootConfig, ConfigError> {
         let text = core::str::from_utf8(bytes).map_err(|_| ConfigError::NotUtf8)?;
         let mut cfg = BootConfig::default();
-        let mut seen = [false; 4];
+        let mut seen = [false; 6];
         for (i, raw) in text.lines().enumerate() {
             let line = i + 1;
             let content = raw.split('#').next().unwrap_or("").trim();
@@ -179,6 +200,8 @@ impl BootConfig {
                 "log" => 1,
                 "label" => 2,
                 "hz" => 3,
+                "pick" => 4,
+                "features" => 5,
                 _ => {
                     return Err(ConfigError::UnknownKey {
                         line,
@@ -207,6 +230,27 @@ impl BootConfig {
                         line,
                         value: value.to_string(),
                     })?;
+                }
+                4 => {
+                    if value != "cfs" && value != "eevdf" {
+                        return Err(ConfigError::BadPick {
+                            line,
+                            value: value.to_string(),
+                        });
+                    }
+                    cfg.pick = value.to_string();
+                }
+                5 => {
+                    let ok = value.bytes().all(|b| {
+                        b.is_ascii_uppercase() || b.is_ascii_digit() || b"_,".contains(&b)
+                    });
+                    if !ok {
+                        return Err(ConfigError::BadFeatures {
+                            line,
+                            value: value.to_string(),
+                        });
+                    }
+                    cfg.features = value.to_string();
                 }
                 3 => {
                     cfg.hz = value
@@ -241,7 +285,14 @@ impl BootConfig {
         s.push_str(self.log_level.name());
         s.push_str("\nhz=");
         s.push_str(&alloc::format!("{}", self.hz));
+        s.push_str("\npick=");
+        s.push_str(&self.pick);
         s.push('\n');
+        if !self.features.is_empty() {
+            s.push_str("features=");
+            s.push_str(&self.features);
+            s.push('\n');
+        }
         if !self.label.is_empty() {
             s.push_str("label=");
             s.push_str(&self.label);
@@ -262,6 +313,8 @@ mod tests {
             log_level: LogLevel::Debug,
             label: "variant-1".into(),
             hz: 1000,
+            pick: "eevdf".into(),
+            features: "WA_IDLE,NO_SIS_UTIL".into(),
         };
         assert_eq!(BootConfig::parse(cfg.to_text().as_bytes()), Ok(cfg));
     }
@@ -318,6 +371,14 @@ mod tests {
             })
         );
         assert!(BootConfig::parse(b"hz=abc").is_err());
+        assert!(matches!(
+            BootConfig::parse(b"pick=rr"),
+            Err(ConfigError::BadPick { line: 1, .. })
+        ));
+        assert!(matches!(
+            BootConfig::parse(b"features=wa idle"),
+            Err(ConfigError::BadFeatures { .. })
+        ));
         assert!(matches!(
             BootConfig::parse(b"label=a b"),
             Err(ConfigError::BadLabel { line: 1, .. })

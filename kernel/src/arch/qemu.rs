@@ -18,6 +18,8 @@ pub enum ExitCode {
     Panic = 0x12,
     /// An unexpected CPU exception (39).
     Exception = 0x13,
+    /// The watchdog saw no progress (41).
+    Watchdog = 0x14,
 }
 
 impl ExitCode {
@@ -28,6 +30,7 @@ impl ExitCode {
             ExitCode::Failure => "failure",
             ExitCode::Panic => "panic",
             ExitCode::Exception => "exception",
+            ExitCode::Watchdog => "watchdog",
         }
     }
 }

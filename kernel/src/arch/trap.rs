@@ -117,10 +117,13 @@ extern "sysv64" fn trap_dispatch(frame: &mut TrapFrame) {
         apic::TIMER_VECTOR => {
             timer::handle_tick();
             apic::eoi();
+            crate::watchdog::on_tick();
+            crate::task::sched::on_tick();
         }
         apic::RESCHEDULE_VECTOR => {
             ipi::handle_reschedule();
             apic::eoi();
+            crate::task::sched::on_reschedule_ipi();
         }
         apic::CALL_FUNCTION_VECTOR => {
             ipi::handle_call_function();

@@ -1,0 +1,12 @@
+//! Kernel threads and their scheduling: thread records and stacks
+//! (`thread`), the context switch (`switch`), the glue that runs the pure
+//! `sched` core and carries out its decisions (`sched`), and wait queues
+//! (`wait`), on which every blocking primitive is built.
+
+pub mod sched;
+pub mod switch;
+pub mod thread;
+pub mod wait;
+
+pub use sched::{JoinHandle, SpawnOptions, block, current, exit, sleep_ns, spawn, wake, yield_now};
+pub use wait::WaitQueue;

@@ -1,0 +1,496 @@
+//! The kernel side of scheduling: runs the pure `sched` core under one
+//! interrupt-safe lock and carries out its decisions (context switch,
+//! reschedule IPIs), keeps the thread table, sleepers and per-CPU state.
+//!
+//! Locking: one global scheduler lock (`SCHED`) protects the core and the
+//! thread table. A CPU decides under the lock, releases it, then switches
+//! with interrupts still off. A thread's `on_cpu` flag stays set until the
+//! CPU that ran it has saved its context, and a CPU about to run a thread
+//! first waits for that flag to clear (Linux's `p->on_cpu` handshake), so a
+//! thread woken or migrated to another CPU mid-switch never runs twice.
+//! Lock order: primitive state -> wait queue -> scheduler; nothing is ever
+//! taken while holding the scheduler lock except the per-CPU cells below.
+
+use alloc::boxed::Box;
+use alloc::collections::BinaryHeap;
+use alloc::string::String;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::cmp::Reverse;
+use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+use sched::{SchedConfig, SchedTopo, Scheduler, TaskId, TaskPolicy};
+use spin::{Mutex, Once};
+
+use super::switch::switch_context;
+use super::thread::{Thread, ThreadId, ThreadState};
+use crate::arch::{ipi, percpu, time};
+use crate::sync::IrqSpinLock;
+use crate::sync::spinlock::IrqGuard;
+
+/// Scheduler-side record of a live thread.
+struct Slot {
+    thread: Arc<Thread>,
+    task: TaskId,
+    state: ThreadState,
+    /// A wakeup arrived while the thread was not blocked yet.
+    wake_pending: bool,
+}
+
+/// Everything under the scheduler lock.
+pub struct KernelSched {
+    /// The policy core.
+    pub core: Scheduler,
+    slots: Vec<Option<Slot>>,
+    free_ids: Vec<ThreadId>,
+    thread_of_task: Vec<Option<ThreadId>>,
+    sleepers: BinaryHeap<Reverse<(u64, ThreadId)>>,
+    /// Threads created / exited so far.
+    pub created: u64,
+    pub exited: u64,
+}
+
+/// Per-CPU scheduling state, touched by its own CPU with interrupts off
+/// (the atomics are also read by other CPUs for reports).
+pub struct CpuSched {
+    current: Mutex<Option<Arc<Thread>>>,
+    /// Thread id + 1 of the running thread, 0 = idle (for remote readers).
+    pub current_id: AtomicUsize,
+    idle_rsp: AtomicU64,
+    prev: Mutex<Option<Arc<Thread>>>,
+    /// Context switches done by this CPU.
+    pub switches: AtomicU64,
+    /// Threads that arrived here having last run on another CPU.
+    pub migrations_in: AtomicU64,
+}
+
+static SCHED: IrqSpinLock<Option<KernelSched>> = IrqSpinLock::new(None);
+static CPUS: Once<Vec<CpuSched>> = Once::new();
+
+/// Per-CPU state of `cpu`.
+pub fn cpu_state(cpu: usize) -> &'static CpuSched {
+    &CPUS.get().expect("scheduler not initialised")[cpu]
+}
+
+/// Creates the scheduler for this machine.
+pub fn init(topo: SchedTopo, cfg: SchedConfig, nr_cpus: usize) {
+    CPUS.call_once(|| {
+        (0..nr_cpus)
+            .map(|_| CpuSched {
+                current: Mutex::new(None),
+                current_id: AtomicUsize::new(0),
+                idle_rsp: AtomicU64::new(0),
+                prev: Mutex::new(None),
+                switches: AtomicU64::new(0),
+                migrations_in: AtomicU64::new(0),
+            })
+            .collect()
+    });
+    *SCHED.lock() = Some(KernelSched {
+        core: Scheduler::new(topo, cfg),
+        slots: Vec::new(),
+        free_ids: Vec::new(),
+        thread_of_task: Vec::new(),
+        sleepers: BinaryHeap::new(),
+        created: 0,
+        exited: 0,
+    });
+}
+
+/// Runs `f` on the scheduler state under its lock (for reports and checks).
+pub fn with<R>(f: impl FnOnce(&mut KernelSched) -> R) -> R {
+    let mut g = SCHED.lock();
+    f(g.as_mut().expect("scheduler not initialised"))
+}
+
+/// Like [`with`], but gives up after `spins` attempts (for fault reports).
+pub fn try_with<R>(spins: usize, f: impl FnOnce(&mut KernelSched) -> R) -> Option<R> {
+    for _ in 0..spins {
+        if let Some(mut g) = SCHED.try_lock() {
+            return g.as_mut().map(f);
+        }
+        core::hint::spin_loop();
+    }
+    None
+}
+
+fn this_cpu() -> usize {
+    percpu::cpu_index() as usize
+}
+
+/// The running thread, if any (None on the idle context).
+pub fn current() -> Option<Arc<Thread>> {
+    CPUS.get()
+        .and_then(|c| c[this_cpu()].current.lock().clone())
+}
+
+impl KernelSched {
+    fn slot(&mut self, id: ThreadId) -> &mut Slot {
+        self.slots[id].as_mut().expect("thread slot is empty")
+    }
+
+    fn current_id(&self, cpu: usize) -> Option<ThreadId> {
+        let t = self.core.current(cpu)?;
+        self.thread_of_task.get(t.0 as usize).copied().flatten()
+    }
+
+    /// Name and id of what `cpu` runs, and its queued threads (for reports).
+    pub fn describe_cpu(&self, cpu: usize) -> (String, Vec<String>) {
+        let name_of = |t: TaskId| {
+            self.thread_of_task
+                .get(t.0 as usize)
+                .copied()
+                .flatten()
+                .and_then(|id| self.slots[id].as_ref())
+                .map_or(alloc::format!("task {}", t.0), |s| {
+                    alloc::format!("{} '{}'", s.thread.id, s.thread.name)
+                })
+        };
+        let curr = self.core.current(cpu).map_or(String::from("idle"), name_of);
+        let queued = self
+            .core
+            .core
+            .rq_tasks(cpu)
+            .filter(|&t| Some(t) != self.core.current(cpu))
+            .map(name_of)
+            .collect();
+        (curr, queued)
+    }
+
+    /// Wakes `t` (if it is still the thread in its slot). Returns CPUs to IPI.
+    fn wake_locked(&mut self, t: &Arc<Thread>, sync: bool, cpu: usize, now: u64) -> Vec<usize> {
+        let Some(Some(slot)) = self.slots.get_mut(t.id) else {
+            return Vec::new();
+        };
+        if !Arc::ptr_eq(&slot.thread, t) {
+            return Vec::new(); // exited and reaped; the id now names another thread
+        }
+        match slot.state {
+            ThreadState::Blocked => {
+                slot.state = ThreadState::Runnable;
+                let task = slot.task;
+                self.core.wake_up(task, cpu, sync, now).resched
+            }
+            ThreadState::Runnable => {
+                slot.wake_pending = true;
+                Vec::new()
+            }
+            ThreadState::Dead => Vec::new(),
+        }
+    }
+}
+
+fn send_ipis(cpus: &[usize], me: usize) {
+    for &c in cpus {
+        if c != me {
+            ipi::send_reschedule(c);
+        }
+    }
+}
+
+/// Decides what `cpu` runs next and switches to it. Called with the lock held
+/// (interrupts off); returns after this context runs again (maybe elsewhere).
+fn switch_locked(mut g: IrqGuard<'_, Option<KernelSched>>, cpu: usize) {
+    let ks = g.as_mut().expect("scheduler not initialised");
+    let now = time::now_ns();
+    let sw = ks.core.schedule(cpu, now);
+    let next = sw.next.map(|t| {
+        let id = ks.thread_of_task[t.0 as usize].expect("picked a task with no thread");
+        ks.slot(id).thread.clone()
+    });
+    let irq_was_on = g.unlock_keep_irqs_off();
+    send_ipis(&sw.resched, cpu);
+    let cs = cpu_state(cpu);
+    let prev = cs.current.lock().clone();
+    let same = match (&prev, &next) {
+        (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+        (None, None) => true,
+        _ => false,
+    };
+    if !same {
+        if let Some(n) = &next {
+            // Wait until the CPU that last ran it has saved its context.
+            while n
+                .on_cpu
+                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                .is_err()
+            {
+                core::hint::spin_loop();
+            }
+            let last = n.last_cpu.swap(cpu as u32, Ordering::Relaxed);
+            if last != cpu as u32 && last != u32::MAX {
+                cs.migrations_in.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        if let Some(p) = &prev {
+            p.check_canary();
+        }
+        let save = match &prev {
+            Some(p) => p.rsp.as_ptr(),
+            None => cs.idle_rsp.as_ptr(),
+        };
+        let load = match &next {
+            Some(n) => n.rsp.load(Ordering::Relaxed),
+            None => cs.idle_rsp.load(Ordering::Relaxed),
+        };
+        cs.current_id
+            .store(next.as_ref().map_or(0, |n| n.id + 1), Ordering::Relaxed);
+        *cs.current.lock() = next;
+        *cs.prev.lock() = prev;
+        cs.switches.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: interrupts are off; `save` points into a live thread record
+        // (kept alive by `cs.prev`) or this CPU's idle slot; `load` is the
+        // saved rsp of a thread whose `on_cpu` we now own, or of this CPU's
+        // idle context, saved when it last switched away.
+        unsafe { switch_context(save, load) };
+        finish_switch();
+    }
+    if irq_was_on {
+        x86_64::instructions::interrupts::enable();
+    }
+}
+
+/// Runs on the new context right after a switch: lets go of the previous
+/// thread (clearing `on_cpu`, freeing its stack if it exited).
+fn finish_switch() {
+    let cs = cpu_state(this_cpu());
+    if let Some(p) = cs.prev.lock().take() {
+        if p.has_exited() {
+            p.release_stack();
+        }
+        p.on_cpu.store(false, Ordering::Release);
+    }
+}
+
+/// First code of every new thread.
+extern "sysv64" fn thread_start() -> ! {
+    finish_switch();
+    x86_64::instructions::interrupts::enable();
+    let me = current().expect("thread_start without a current thread");
+    if let Some(entry) = me.take_entry() {
+        entry();
+    }
+    exit()
+}
+
+/// Handle to wait for a thread's end.
+pub struct JoinHandle {
+    thread: Arc<Thread>,
+}
+
+impl JoinHandle {
+    /// Blocks until the thread has exited.
+    pub fn join(self) {
+        let wq = &self.thread.exit_wq;
+        loop {
+            wq.prepare();
+            if self.thread.has_exited() {
+                break;
+            }
+            block();
+        }
+        wq.finish();
+    }
+
+    /// The thread.
+    pub fn thread(&self) -> &Arc<Thread> {
+        &self.thread
+    }
+}
+
+/// Options of a new thread.
+#[derive(Clone, Debug, Default)]
+pub struct SpawnOptions {
+    pub name: String,
+    pub nice: i32,
+    /// Bind to this CPU at creation (no placement decision).
+    pub pinned: Option<usize>,
+}
+
+/// Creates a thread running `f`, placed by the core's fork placement
+/// (`select_task_rq` with SD_BALANCE_FORK) unless pinned.
+pub fn spawn(opts: SpawnOptions, f: impl FnOnce() + Send + 'static) -> JoinHandle {
+    let body: Box<dyn FnOnce() + Send> = Box::new(f);
+    let cpu = this_cpu();
+    let now = time::now_ns();
+    let mut g = SCHED.lock();
+    let ks = g.as_mut().expect("scheduler not initialised");
+    let id = ks.free_ids.pop().unwrap_or_else(|| {
+        ks.slots.push(None);
+        ks.slots.len() - 1
+    });
+    let thread = Arc::new(Thread::new(
+        id,
+        opts.name,
+        opts.nice,
+        opts.pinned,
+        body,
+        thread_start,
+    ));
+    let parent = ks.core.current(cpu);
+    let res = match opts.pinned {
+        Some(c) => ks
+            .core
+            .wake_up_new_task_on(parent, c, opts.nice, TaskPolicy::Normal, now),
+        None => ks
+            .core
+            .wake_up_new_task(parent, cpu, opts.nice, TaskPolicy::Normal, now),
+    };
+    let t = res.task.0 as usize;
+    if ks.thread_of_task.len() <= t {
+        ks.thread_of_task.resize(t + 1, None);
+    }
+    ks.thread_of_task[t] = Some(id);
+    ks.slots[id] = Some(Slot {
+        thread: thread.clone(),
+        task: res.task,
+        state: ThreadState::Runnable,
+        wake_pending: false,
+    });
+    ks.created += 1;
+    let local = res.resched.contains(&cpu);
+    drop(g);
+    send_ipis(&res.resched, cpu);
+    if local {
+        preempt_point();
+    }
+    JoinHandle { thread }
+}
+
+/// Reschedules if the core asked this CPU to (thread context, interrupts on).
+pub fn preempt_point() {
+    let cpu = this_cpu();
+    let g = SCHED.lock();
+    let need = g.as_ref().is_some_and(|ks| ks.core.need_resched(cpu));
+    if need {
+        switch_locked(g, cpu);
+    }
+}
+
+/// Gives the CPU to another runnable thread, if the policy prefers one.
+pub fn yield_now() {
+    let cpu = this_cpu();
+    let g = SCHED.lock();
+    switch_locked(g, cpu);
+}
+
+/// Blocks the current thread until a wakeup (returns at once if a wakeup
+/// arrived since it last blocked). Callers re-check their condition.
+pub fn block() {
+    let cpu = this_cpu();
+    let mut g = SCHED.lock();
+    let ks = g.as_mut().expect("scheduler not initialised");
+    let id = ks.current_id(cpu).expect("block() outside a thread");
+    let slot = ks.slot(id);
+    if core::mem::take(&mut slot.wake_pending) {
+        return;
+    }
+    slot.state = ThreadState::Blocked;
+    ks.core.block(cpu, time::now_ns());
+    switch_locked(g, cpu);
+}
+
+/// Wakes `t`; `sync` = the waker is about to sleep (WF_SYNC). Preempts the
+/// waker when the core says the wakee should run here now, unless the caller
+/// has interrupts off (interrupt handlers, exit path).
+pub fn wake(t: &Arc<Thread>, sync: bool) {
+    let may_preempt = x86_64::instructions::interrupts::are_enabled();
+    let cpu = this_cpu();
+    let mut g = SCHED.lock();
+    let ks = g.as_mut().expect("scheduler not initialised");
+    let resched = ks.wake_locked(t, sync, cpu, time::now_ns());
+    drop(g);
+    send_ipis(&resched, cpu);
+    if resched.contains(&cpu) && may_preempt {
+        preempt_point();
+    }
+}
+
+/// Sleeps for at least `ns` (tick resolution).
+pub fn sleep_ns(ns: u64) {
+    let me = current().expect("sleep outside a thread");
+    let deadline = time::now_ns() + ns;
+    with(|ks| ks.sleepers.push(Reverse((deadline, me.id))));
+    while time::now_ns() < deadline {
+        block();
+    }
+}
+
+/// Ends the current thread: wakes its joiners, leaves the core, switches
+/// away for good. Interrupts stay off throughout, so nothing preempts the
+/// thread between telling joiners and leaving.
+pub fn exit() -> ! {
+    x86_64::instructions::interrupts::disable();
+    let cpu = this_cpu();
+    {
+        let me = current().expect("exit() outside a thread");
+        me.exited.store(true, Ordering::Release);
+        me.exit_wq.wake_all(false);
+    }
+    let mut g = SCHED.lock();
+    let ks = g.as_mut().expect("scheduler not initialised");
+    let id = ks.current_id(cpu).expect("exit() outside a thread");
+    let task = ks.core.exit(cpu, time::now_ns());
+    ks.thread_of_task[task.0 as usize] = None;
+    drop(ks.slots[id].take());
+    ks.free_ids.push(id);
+    ks.exited += 1;
+    switch_locked(g, cpu);
+    unreachable!("an exited thread was scheduled again")
+}
+
+/// Timer tick hook (interrupt context, after EOI): sleepers, the core's
+/// tick (PELT, preemption, periodic balance), then preemption if needed.
+pub fn on_tick() {
+    let cpu = this_cpu();
+    let now = time::now_ns();
+    let mut g = SCHED.lock();
+    let Some(ks) = g.as_mut() else { return };
+    let mut resched = Vec::new();
+    while let Some(&Reverse((deadline, id))) = ks.sleepers.peek() {
+        if deadline > now {
+            break;
+        }
+        ks.sleepers.pop();
+        if let Some(Some(slot)) = ks.slots.get(id) {
+            let t = slot.thread.clone();
+            resched.extend(ks.wake_locked(&t, false, cpu, now));
+        }
+    }
+    resched.extend(ks.core.tick(cpu, now).resched);
+    let need = ks.core.need_resched(cpu);
+    if need {
+        send_ipis(&resched, cpu);
+        switch_locked(g, cpu);
+    } else {
+        drop(g);
+        send_ipis(&resched, cpu);
+    }
+}
+
+/// Reschedule-IPI hook (interrupt context, after EOI).
+pub fn on_reschedule_ipi() {
+    if CPUS.get().is_some() {
+        preempt_point();
+    }
+}
+
+/// The idle loop of every CPU once the scheduler runs: pick work when asked,
+/// otherwise halt until the next interrupt.
+pub fn idle_loop() -> ! {
+    let cpu = this_cpu();
+    // Entering idle: let the core pick (and pull work by newly-idle balance).
+    let g = SCHED.lock();
+    switch_locked(g, cpu);
+    loop {
+        x86_64::instructions::interrupts::disable();
+        let g = SCHED.lock();
+        if g.as_ref().is_some_and(|ks| ks.core.need_resched(cpu)) {
+            switch_locked(g, cpu);
+            continue;
+        }
+        drop(g);
+        // `sti; hlt` is atomic: no wakeup IPI can slip in between.
+        x86_64::instructions::interrupts::enable_and_hlt();
+    }
+}

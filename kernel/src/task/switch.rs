@@ -1,0 +1,57 @@
+//! The context switch. A thread that is not running is fully described by its
+//! saved stack pointer: `switch_context` pushes the callee-saved registers
+//! (rbx, rbp, r12-r15) on the old stack, stores rsp, loads the new rsp and
+//! pops the new thread's registers. Everything else is caller-saved by the
+//! System V ABI. Always called with interrupts disabled.
+//!
+//! FPU/SSE: the kernel target (`x86_64-unknown-none`) is soft-float, so no
+//! thread ever holds x87/SSE state and none needs saving.
+
+use core::arch::naked_asm;
+
+/// Saves the current context to `*save_rsp` and resumes the one at `load_rsp`.
+///
+/// # Safety
+/// `save_rsp` must be valid for a write; `load_rsp` must be a stack pointer
+/// produced by an earlier `switch_context` or by [`initial_stack`], whose
+/// stack is still alive and not in use by any CPU. Interrupts must be off.
+#[unsafe(naked)]
+pub unsafe extern "sysv64" fn switch_context(save_rsp: *mut u64, load_rsp: u64) {
+    naked_asm!(
+        "push rbp",
+        "push rbx",
+        "push r12",
+        "push r13",
+        "push r14",
+        "push r15",
+        "mov [rdi], rsp",
+        "mov rsp, rsi",
+        "pop r15",
+        "pop r14",
+        "pop r13",
+        "pop r12",
+        "pop rbx",
+        "pop rbp",
+        "ret",
+    )
+}
+
+/// Number of u64 slots `initial_stack` uses at the top of a stack.
+const FRAME_WORDS: usize = 8;
+
+/// Prepares `stack` so that the first `switch_context` into it "returns" into
+/// `entry` with a System V-conformant stack (rsp = 8 mod 16 at entry, as
+/// after a call). Returns the initial saved rsp.
+pub fn initial_stack(stack: &mut [u64], entry: extern "sysv64" fn() -> !) -> u64 {
+    let base = stack.as_ptr() as usize;
+    // Highest 16-byte-aligned address within the stack, as an index.
+    let top = ((base + stack.len() * 8) & !15) - base;
+    let top = top / 8;
+    assert!(top >= FRAME_WORDS + 2, "stack too small");
+    stack[top - 1] = 0; // fake return address of `entry` (never used)
+    stack[top - 2] = entry as *const () as u64; // popped by `ret`
+    for w in &mut stack[top - FRAME_WORDS..top - 2] {
+        *w = 0; // r15, r14, r13, r12, rbx, rbp
+    }
+    &stack[top - FRAME_WORDS] as *const u64 as u64
+}

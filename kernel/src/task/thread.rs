@@ -1,0 +1,109 @@
+//! A kernel thread: its stack (with an overflow canary), its saved context,
+//! the closure it runs, and the flags the scheduler glue needs.
+
+use alloc::boxed::Box;
+use alloc::string::String;
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+
+use spin::Mutex;
+
+use super::switch;
+use super::wait::WaitQueue;
+
+/// Kernel-side thread number (dense, reused after the thread is reaped).
+pub type ThreadId = usize;
+
+/// Default stack size of a kernel thread.
+pub const STACK_BYTES: usize = 16 * 1024;
+/// Written at the lowest words of every stack; a changed value means overflow.
+const CANARY: u64 = 0x5CED_1AB5_7ACC_0DE5;
+const CANARY_WORDS: usize = 4;
+
+/// Where a thread is in its life. Changed only under the scheduler lock.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ThreadState {
+    /// Queued or running.
+    Runnable,
+    /// Blocked in the scheduler core (waiting for a wakeup).
+    Blocked,
+    /// Exited; its stack is freed once its CPU switched away.
+    Dead,
+}
+
+/// One kernel thread.
+pub struct Thread {
+    pub id: ThreadId,
+    pub name: String,
+    pub nice: i32,
+    /// CPU it is bound to, if any.
+    pub pinned: Option<usize>,
+    /// Saved stack pointer while not running.
+    pub rsp: AtomicU64,
+    /// True from the moment a CPU decides to run it until that CPU has saved
+    /// its context after switching away (Linux's `p->on_cpu`).
+    pub on_cpu: AtomicBool,
+    /// CPU it last ran on (u32::MAX = never ran).
+    pub last_cpu: AtomicU32,
+    stack: Mutex<Option<Box<[u64]>>>,
+    entry: Mutex<Option<Box<dyn FnOnce() + Send>>>,
+    /// Set when it exits (readable without the scheduler lock).
+    pub exited: AtomicBool,
+    /// Joiners wait here.
+    pub exit_wq: WaitQueue,
+}
+
+impl Thread {
+    /// A thread that will run `entry` from `start` on its own stack.
+    pub fn new(
+        id: ThreadId,
+        name: String,
+        nice: i32,
+        pinned: Option<usize>,
+        entry: Box<dyn FnOnce() + Send>,
+        start: extern "sysv64" fn() -> !,
+    ) -> Thread {
+        let mut stack = alloc::vec![0u64; STACK_BYTES / 8].into_boxed_slice();
+        stack[..CANARY_WORDS].fill(CANARY);
+        let rsp = switch::initial_stack(&mut stack, start);
+        Thread {
+            id,
+            name,
+            nice,
+            pinned,
+            rsp: AtomicU64::new(rsp),
+            on_cpu: AtomicBool::new(false),
+            last_cpu: AtomicU32::new(u32::MAX),
+            stack: Mutex::new(Some(stack)),
+            entry: Mutex::new(Some(entry)),
+            exited: AtomicBool::new(false),
+            exit_wq: WaitQueue::new(),
+        }
+    }
+
+    /// Takes the closure to run (once, at thread start).
+    pub fn take_entry(&self) -> Option<Box<dyn FnOnce() + Send>> {
+        self.entry.lock().take()
+    }
+
+    /// Panics if the stack's canary was overwritten (stack overflow).
+    pub fn check_canary(&self) {
+        if let Some(stack) = self.stack.lock().as_ref() {
+            assert!(
+                stack[..CANARY_WORDS].iter().all(|&w| w == CANARY),
+                "stack overflow in thread {} '{}' (canary overwritten)",
+                self.id,
+                self.name
+            );
+        }
+    }
+
+    /// Frees the stack of an exited thread (after its CPU left it).
+    pub fn release_stack(&self) {
+        self.stack.lock().take();
+    }
+
+    /// Whether it exited.
+    pub fn has_exited(&self) -> bool {
+        self.exited.load(Ordering::Acquire)
+    }
+}
