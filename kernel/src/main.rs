@@ -94,7 +94,7 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
         },
     );
     start_scheduler(&machine, &cfg);
-    let experiment = cfg.experiment.clone();
+    let (experiment, args) = (cfg.experiment.clone(), cfg.args.clone());
     let machine: &'static machine::Machine =
         alloc::boxed::Box::leak(alloc::boxed::Box::new(machine));
     task::spawn(
@@ -103,7 +103,7 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
             pinned: Some(0),
             ..Default::default()
         },
-        move || end(experiments::run(&experiment, machine)),
+        move || end(experiments::run(&experiment, &args, machine)),
     );
     task::sched::idle_loop()
 }

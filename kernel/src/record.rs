@@ -85,6 +85,13 @@ impl Record {
         self
     }
 
+    /// Adds a boolean field.
+    pub fn bool(mut self, k: &str, v: bool) -> Record {
+        self.key(k);
+        self.buf.push_str(if v { "true" } else { "false" });
+        self
+    }
+
     /// Adds a field whose value is already valid JSON (array or object).
     pub fn raw(mut self, k: &str, json: &str) -> Record {
         self.key(k);

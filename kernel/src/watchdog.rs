@@ -46,8 +46,12 @@ pub fn progress() {
     LAST_PROGRESS_NS.store(time::now_ns(), Ordering::Relaxed);
 }
 
-/// Tick hook (interrupt context).
+/// Tick hook (interrupt context). Once the watchdog fired, every other CPU
+/// parks here, so the reporting CPU can take the scheduler lock.
 pub fn on_tick() {
+    if FIRED.load(Ordering::Acquire) {
+        crate::arch::cpu::halt_forever();
+    }
     let now = time::now_ns();
     let me = percpu::cpu_index() as usize;
     let online = |c: usize| percpu::get(c).is_some_and(|p| p.online.load(Ordering::Acquire));
@@ -88,18 +92,22 @@ fn fire(reason: &str, stuck_cpu: Option<usize>) {
     let me = percpu::cpu_index();
     log::error!("WATCHDOG (seen by CPU {me}): {reason}");
     let now = time::now_ns();
-    let described = crate::task::sched::try_with(10_000_000, |ks| {
+    // Give the other CPUs time to park at their next tick.
+    time::delay_ns(50_000_000);
+    let described = crate::task::sched::try_with(100_000_000, |ks| {
         let mut lines = alloc::vec::Vec::new();
         for p in percpu::all() {
             let c = p.cpu as usize;
             let (curr, queued) = ks.describe_cpu(c);
             let age = now.saturating_sub(p.last_tick_ns.load(Ordering::Relaxed)) / 1_000_000;
             lines.push(alloc::format!(
-                "CPU {c}: running {curr}; last tick {age} ms ago; {} queued: [{}]",
+                "CPU {c}: running {curr}; need_resched {}; last tick {age} ms ago; {} queued: [{}]",
+                ks.core.need_resched(c),
                 queued.len(),
                 queued.join(", ")
             ));
         }
+        lines.extend(ks.describe_threads(64));
         lines
     });
     let mut json = String::from("[");

@@ -101,6 +101,15 @@ pub struct RunArgs {
     /// Scheduler tick rate per CPU (CONFIG_HZ).
     #[arg(long, default_value_t = bootcfg::DEFAULT_HZ)]
     pub hz: u32,
+    /// Fair-class pick policy: cfs or eevdf.
+    #[arg(long, default_value = "cfs")]
+    pub pick: String,
+    /// Scheduler feature switches, e.g. WA_IDLE,NO_SIS_UTIL (see docs/scheduler.md).
+    #[arg(long, default_value = "")]
+    pub features: String,
+    /// Experiment argument KEY=VALUE (repeatable), e.g. --arg threads=512.
+    #[arg(long = "arg", value_name = "KEY=VALUE")]
+    pub args: Vec<String>,
 }
 
 /// Options of `cargo xtask test`.
@@ -176,9 +185,23 @@ impl RunArgs {
 
     /// The boot configuration (validated against the shared catalogue).
     pub fn boot_config(&self) -> Result<bootcfg::BootConfig> {
+        let mut pairs = Vec::new();
+        for a in &self.args {
+            let (k, v) = a.split_once('=').with_context(|| format!("--arg {a}: expected KEY=VALUE"))?;
+            pairs.push(format!("{k}:{v}"));
+        }
+        if !self.features.is_empty() {
+            sched::Features::parse(&self.features).map_err(|e| anyhow::anyhow!("--features {}: {e}", self.features))?;
+        }
         let text = format!(
-            "experiment={}\nlog={}\nlabel={}\nhz={}\n",
-            self.experiment, self.log_level, self.label, self.hz
+            "experiment={}\nlog={}\nlabel={}\nhz={}\npick={}\nfeatures={}\nargs={}\n",
+            self.experiment,
+            self.log_level,
+            self.label,
+            self.hz,
+            self.pick,
+            self.features,
+            pairs.join(",")
         );
         bootcfg::BootConfig::parse(text.as_bytes()).map_err(|e| {
             // Report in terms of flags rather than config-file lines.

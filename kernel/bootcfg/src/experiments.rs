@@ -20,6 +20,11 @@ pub const EXPERIMENTS: &[ExperimentInfo] = &[
         test_only: false,
     },
     ExperimentInfo {
+        name: "stress",
+        description: "thousands of threads: compute, sleep, pipes, socketpairs, mutexes, barriers, forks; books must balance (args: threads, duration_ms, seed)",
+        test_only: false,
+    },
+    ExperimentInfo {
         name: "test-panic",
         description: "panic deliberately (tests the panic path)",
         test_only: true,

@@ -72,6 +72,9 @@ pub struct BootConfig {
     /// Scheduler feature switches, e.g. "WA_IDLE,NO_SIS_UTIL" (validated by
     /// the `sched` crate; empty = Linux defaults).
     pub features: String,
+    /// Experiment arguments, `key:value` pairs separated by commas
+    /// (e.g. "threads:512,duration_ms:2000"); each experiment checks its keys.
+    pub args: String,
 }
 
 /// The experiment run when nothing is configured.
@@ -86,6 +89,7 @@ impl Default for BootConfig {
             hz: DEFAULT_HZ,
             pick: String::from("cfs"),
             features: String::new(),
+            args: String::new(),
         }
     }
 }
@@ -118,6 +122,8 @@ pub enum ConfigError {
     BadPick { line: usize, value: String },
     /// A feature list with characters outside `[A-Z0-9_,]`.
     BadFeatures { line: usize, value: String },
+    /// Experiment arguments that are not `key:value` pairs.
+    BadArgs { line: usize, value: String },
 }
 
 impl fmt::Display for ConfigError {
@@ -129,7 +135,7 @@ impl fmt::Display for ConfigError {
             }
             ConfigError::UnknownKey { line, key } => write!(
                 f,
-                "boot config line {line}: unknown key '{key}' (known: experiment, log, label, hz, pick, features)"
+                "boot config line {line}: unknown key '{key}' (known: experiment, log, label, hz, pick, features, args)"
             ),
             ConfigError::DuplicateKey { line, key } => {
                 write!(f, "boot config line {line}: key '{key}' given twice")
@@ -152,6 +158,10 @@ impl fmt::Display for ConfigError {
             ConfigError::BadLabel { line, value } => write!(
                 f,
                 "boot config line {line}: bad label '{value}' (up to 64 of A-Z a-z 0-9 . _ -)"
+            ),
+            ConfigError::BadArgs { line, value } => write!(
+                f,
+                "boot config line {line}: bad experiment arguments '{value}' (key:value pairs separated by commas)"
             ),
             ConfigError::BadPick { line, value } => {
                 write!(
@@ -179,12 +189,24 @@ fn valid_label(s: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
 }
 
+/// Splits experiment arguments into `(key, value)` pairs; `None` if malformed.
+/// Keys and values use `[A-Za-z0-9_.-]`.
+pub fn parse_args(s: &str) -> Option<alloc::vec::Vec<(&str, &str)>> {
+    let ok = |t: &str| !t.is_empty() && t.bytes().all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b));
+    if s.is_empty() {
+        return Some(alloc::vec::Vec::new());
+    }
+    s.split(',')
+        .map(|kv| kv.split_once(':').filter(|(k, v)| ok(k) && ok(v)))
+        .collect()
+}
+
 impl BootConfig {
     /// Parses the configuration file contents.
     pub fn parse(bytes: &[u8]) -> Result<BootConfig, ConfigError> {
         let text = core::str::from_utf8(bytes).map_err(|_| ConfigError::NotUtf8)?;
         let mut cfg = BootConfig::default();
-        let mut seen = [false; 6];
+        let mut seen = [false; 7];
         for (i, raw) in text.lines().enumerate() {
             let line = i + 1;
             let content = raw.split('#').next().unwrap_or("").trim();
@@ -202,6 +224,7 @@ impl BootConfig {
                 "hz" => 3,
                 "pick" => 4,
                 "features" => 5,
+                "args" => 6,
                 _ => {
                     return Err(ConfigError::UnknownKey {
                         line,
@@ -230,6 +253,12 @@ impl BootConfig {
                         line,
                         value: value.to_string(),
                     })?;
+                }
+                6 => {
+                    if parse_args(value).is_none() {
+                        return Err(ConfigError::BadArgs { line, value: value.to_string() });
+                    }
+                    cfg.args = value.to_string();
                 }
                 4 => {
                     if value != "cfs" && value != "eevdf" {
@@ -288,6 +317,11 @@ impl BootConfig {
         s.push_str("\npick=");
         s.push_str(&self.pick);
         s.push('\n');
+        if !self.args.is_empty() {
+            s.push_str("args=");
+            s.push_str(&self.args);
+            s.push('\n');
+        }
         if !self.features.is_empty() {
             s.push_str("features=");
             s.push_str(&self.features);
@@ -315,6 +349,7 @@ mod tests {
             hz: 1000,
             pick: "eevdf".into(),
             features: "WA_IDLE,NO_SIS_UTIL".into(),
+            args: "threads:64,duration_ms:500".into(),
         };
         assert_eq!(BootConfig::parse(cfg.to_text().as_bytes()), Ok(cfg));
     }
@@ -371,6 +406,12 @@ mod tests {
             })
         );
         assert!(BootConfig::parse(b"hz=abc").is_err());
+        assert!(matches!(BootConfig::parse(b"args=threads"), Err(ConfigError::BadArgs { .. })));
+        assert!(matches!(BootConfig::parse(b"args=a:1,,b:2"), Err(ConfigError::BadArgs { .. })));
+        assert_eq!(
+            parse_args("threads:64,mode:pipe").unwrap(),
+            [("threads", "64"), ("mode", "pipe")]
+        );
         assert!(matches!(
             BootConfig::parse(b"pick=rr"),
             Err(ConfigError::BadPick { line: 1, .. })

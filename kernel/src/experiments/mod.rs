@@ -1,14 +1,35 @@
 //! Experiments: what the kernel does after bring-up. The catalogue of names
 //! lives in the shared `bootcfg` crate; this module maps each name to code.
 
+mod args;
 mod boot;
 mod faults;
+mod stress;
 
 use crate::arch::qemu::ExitCode;
 use crate::machine::Machine;
+use crate::record::Record;
 
-/// Runs the configured experiment and says how the run should end.
-pub fn run(name: &str, machine: &Machine) -> ExitCode {
+/// Runs the configured experiment and says how the run should end. An
+/// experiment that returns an error message fails the run with an `error` record.
+pub fn run(name: &str, raw_args: &str, machine: &Machine) -> ExitCode {
+    let mut a = args::Args::new(name, raw_args);
+    let result = match name {
+        "stress" => stress::run(machine, &mut a),
+        _ => Ok(run_simple(name, machine)),
+    };
+    let result = result.and_then(|code| a.finish().map(|()| code));
+    match result {
+        Ok(code) => code,
+        Err(msg) => {
+            log::error!("{msg}");
+            Record::new("error").str("kind", "experiment").str("message", &msg).emit();
+            ExitCode::Failure
+        }
+    }
+}
+
+fn run_simple(name: &str, machine: &Machine) -> ExitCode {
     match name {
         "boot" => boot::run(machine),
         "test-panic" => faults::panic(),

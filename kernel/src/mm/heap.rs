@@ -1,13 +1,14 @@
 //! The kernel heap: a `linked_list_allocator` over one physical RAM range.
 //!
 //! The allocator's lock is taken with interrupts disabled, so an interrupt
-//! handler that allocates can never deadlock against the code it interrupted.
+//! handler that allocates can never deadlock against the code it interrupted,
+//! and it is a ticket lock, so no CPU starves while others allocate.
 
 use core::alloc::{GlobalAlloc, Layout};
 use core::ptr::NonNull;
 
 use linked_list_allocator::Heap;
-use spin::Mutex;
+use spin::mutex::TicketMutex as Mutex;
 use x86_64::instructions::interrupts;
 
 struct KernelHeap(Mutex<Heap>);

@@ -2,10 +2,13 @@
 //! restored to their previous state when the guard drops. Every lock that an
 //! interrupt handler (tick, IPI) may take must be one of these, or a handler
 //! interrupting the holder on the same CPU would spin forever.
+//!
+//! It is a ticket lock: waiters are served in arrival order, so no CPU can be
+//! starved (with interrupts off, a starved CPU would also miss its ticks).
 
 use core::ops::{Deref, DerefMut};
 
-use spin::{Mutex, MutexGuard};
+use spin::mutex::{TicketMutex as Mutex, TicketMutexGuard as MutexGuard};
 use x86_64::instructions::interrupts;
 
 /// Spinlock with interrupts off while held.

@@ -5,9 +5,10 @@
 //! Locking: one global scheduler lock (`SCHED`) protects the core and the
 //! thread table. A CPU decides under the lock, releases it, then switches
 //! with interrupts still off. A thread's `on_cpu` flag stays set until the
-//! CPU that ran it has saved its context, and a CPU about to run a thread
-//! first waits for that flag to clear (Linux's `p->on_cpu` handshake), so a
-//! thread woken or migrated to another CPU mid-switch never runs twice.
+//! CPU that ran it has saved its context; `switch_context` releases the old
+//! context before it acquires the new one (Linux's `p->on_cpu` handshake),
+//! so a thread woken or migrated to another CPU mid-switch never runs twice
+//! and two CPUs swapping threads never wait on each other.
 //! Lock order: primitive state -> wait queue -> scheduler; nothing is ever
 //! taken while holding the scheduler lock except the per-CPU cells below.
 
@@ -17,7 +18,7 @@ use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::cmp::Reverse;
-use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use sched::{SchedConfig, SchedTopo, Scheduler, TaskId, TaskPolicy};
 use spin::{Mutex, Once};
@@ -57,6 +58,8 @@ pub struct CpuSched {
     /// Thread id + 1 of the running thread, 0 = idle (for remote readers).
     pub current_id: AtomicUsize,
     idle_rsp: AtomicU64,
+    /// `on_cpu` of the idle context: set while this CPU runs its idle loop.
+    idle_on_cpu: AtomicBool,
     prev: Mutex<Option<Arc<Thread>>>,
     /// Context switches done by this CPU.
     pub switches: AtomicU64,
@@ -80,6 +83,7 @@ pub fn init(topo: SchedTopo, cfg: SchedConfig, nr_cpus: usize) {
                 current: Mutex::new(None),
                 current_id: AtomicUsize::new(0),
                 idle_rsp: AtomicU64::new(0),
+                idle_on_cpu: AtomicBool::new(true),
                 prev: Mutex::new(None),
                 switches: AtomicU64::new(0),
                 migrations_in: AtomicU64::new(0),
@@ -157,6 +161,24 @@ impl KernelSched {
         (curr, queued)
     }
 
+    /// One line per live thread (at most `limit`): id, name, state.
+    pub fn describe_threads(&self, limit: usize) -> Vec<String> {
+        let live = self.slots.iter().flatten();
+        let mut out: Vec<String> = live
+            .clone()
+            .take(limit)
+            .map(|s| {
+                let pending = if s.wake_pending { " (wake pending)" } else { "" };
+                alloc::format!("thread {} '{}': {:?}{pending}", s.thread.id, s.thread.name, s.state)
+            })
+            .collect();
+        let n = live.count();
+        if n > limit {
+            out.push(alloc::format!("... and {} more threads", n - limit));
+        }
+        out
+    }
+
     /// Wakes `t` (if it is still the thread in its slot). Returns CPUs to IPI.
     fn wake_locked(&mut self, t: &Arc<Thread>, sync: bool, cpu: usize, now: u64) -> Vec<usize> {
         let Some(Some(slot)) = self.slots.get_mut(t.id) else {
@@ -209,14 +231,6 @@ fn switch_locked(mut g: IrqGuard<'_, Option<KernelSched>>, cpu: usize) {
     };
     if !same {
         if let Some(n) = &next {
-            // Wait until the CPU that last ran it has saved its context.
-            while n
-                .on_cpu
-                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
-                .is_err()
-            {
-                core::hint::spin_loop();
-            }
             let last = n.last_cpu.swap(cpu as u32, Ordering::Relaxed);
             if last != cpu as u32 && last != u32::MAX {
                 cs.migrations_in.fetch_add(1, Ordering::Relaxed);
@@ -225,24 +239,24 @@ fn switch_locked(mut g: IrqGuard<'_, Option<KernelSched>>, cpu: usize) {
         if let Some(p) = &prev {
             p.check_canary();
         }
-        let save = match &prev {
-            Some(p) => p.rsp.as_ptr(),
-            None => cs.idle_rsp.as_ptr(),
+        let (save, prev_on_cpu) = match &prev {
+            Some(p) => (p.rsp.as_ptr(), &p.on_cpu as *const AtomicBool),
+            None => (cs.idle_rsp.as_ptr(), &cs.idle_on_cpu as *const AtomicBool),
         };
-        let load = match &next {
-            Some(n) => n.rsp.load(Ordering::Relaxed),
-            None => cs.idle_rsp.load(Ordering::Relaxed),
+        let (load, next_on_cpu) = match &next {
+            Some(n) => (n.rsp.as_ptr() as *const u64, &n.on_cpu as *const AtomicBool),
+            None => (cs.idle_rsp.as_ptr() as *const u64, &cs.idle_on_cpu as *const AtomicBool),
         };
-        cs.current_id
-            .store(next.as_ref().map_or(0, |n| n.id + 1), Ordering::Relaxed);
+        cs.current_id.store(next.as_ref().map_or(0, |n| n.id + 1), Ordering::Relaxed);
         *cs.current.lock() = next;
         *cs.prev.lock() = prev;
         cs.switches.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: interrupts are off; `save` points into a live thread record
-        // (kept alive by `cs.prev`) or this CPU's idle slot; `load` is the
-        // saved rsp of a thread whose `on_cpu` we now own, or of this CPU's
-        // idle context, saved when it last switched away.
-        unsafe { switch_context(save, load) };
+        // SAFETY: interrupts are off. `save`/`prev_on_cpu` belong to the
+        // context running now (a thread kept alive by `cs.prev`, or this CPU's
+        // idle context); `load`/`next_on_cpu` belong to a live thread (kept
+        // alive by `cs.current`) or to this CPU's idle context, whose rsp was
+        // stored by the switch that last left it, or by `initial_stack`.
+        unsafe { switch_context(save, prev_on_cpu, load, next_on_cpu) };
         finish_switch();
     }
     if irq_was_on {
@@ -250,15 +264,18 @@ fn switch_locked(mut g: IrqGuard<'_, Option<KernelSched>>, cpu: usize) {
     }
 }
 
-/// Runs on the new context right after a switch: lets go of the previous
-/// thread (clearing `on_cpu`, freeing its stack if it exited).
+/// Runs on the new context right after a switch: drops this CPU's reference
+/// to the previous thread, freeing its stack if it exited (its context was
+/// released by `switch_context` and no CPU will run it again).
 fn finish_switch() {
     let cs = cpu_state(this_cpu());
-    if let Some(p) = cs.prev.lock().take() {
-        if p.has_exited() {
-            p.release_stack();
-        }
-        p.on_cpu.store(false, Ordering::Release);
+    // A dead thread never runs again once released; if another CPU still
+    // has it on_cpu, that CPU's own finish_switch frees the stack.
+    if let Some(p) = cs.prev.lock().take()
+        && p.has_exited()
+        && !p.on_cpu.load(Ordering::Acquire)
+    {
+        p.release_stack();
     }
 }
 

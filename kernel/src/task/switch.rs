@@ -8,15 +8,32 @@
 //! thread ever holds x87/SSE state and none needs saving.
 
 use core::arch::naked_asm;
+use core::sync::atomic::AtomicBool;
 
-/// Saves the current context to `*save_rsp` and resumes the one at `load_rsp`.
+/// Saves the current context, releases it, then takes and resumes the next.
+///
+/// 1. push callee-saved registers, store rsp to `*save_rsp`;
+/// 2. clear `*prev_on_cpu` (the saved context may now be resumed elsewhere;
+///    nothing below touches the old stack again);
+/// 3. spin until `*next_on_cpu` can be changed from 0 to 1 (the CPU that last
+///    ran the next context has finished step 2 for it);
+/// 4. load rsp from `*load_rsp`, pop, return into the next context.
+///
+/// Releasing before acquiring means two CPUs that swap contexts with each
+/// other can never wait on one another.
 ///
 /// # Safety
-/// `save_rsp` must be valid for a write; `load_rsp` must be a stack pointer
-/// produced by an earlier `switch_context` or by [`initial_stack`], whose
-/// stack is still alive and not in use by any CPU. Interrupts must be off.
+/// Interrupts must be off. `save_rsp`/`prev_on_cpu` must belong to the
+/// running context, `load_rsp`/`next_on_cpu` to a live context that is either
+/// running elsewhere (and will be released) or saved; `*load_rsp` must come
+/// from an earlier `switch_context` or [`initial_stack`].
 #[unsafe(naked)]
-pub unsafe extern "sysv64" fn switch_context(save_rsp: *mut u64, load_rsp: u64) {
+pub unsafe extern "sysv64" fn switch_context(
+    save_rsp: *mut u64,
+    prev_on_cpu: *const AtomicBool,
+    load_rsp: *const u64,
+    next_on_cpu: *const AtomicBool,
+) {
     naked_asm!(
         "push rbp",
         "push rbx",
@@ -25,7 +42,17 @@ pub unsafe extern "sysv64" fn switch_context(save_rsp: *mut u64, load_rsp: u64) 
         "push r14",
         "push r15",
         "mov [rdi], rsp",
-        "mov rsp, rsi",
+        // Release: x86 stores are not reordered with earlier stores.
+        "mov byte ptr [rsi], 0",
+        "2:",
+        "xor eax, eax",
+        "mov r8d, 1",
+        "lock cmpxchg byte ptr [rcx], r8b",
+        "je 3f",
+        "pause",
+        "jmp 2b",
+        "3:",
+        "mov rsp, [rdx]",
         "pop r15",
         "pop r14",
         "pop r13",

@@ -39,8 +39,8 @@ pub struct Thread {
     pub pinned: Option<usize>,
     /// Saved stack pointer while not running.
     pub rsp: AtomicU64,
-    /// True from the moment a CPU decides to run it until that CPU has saved
-    /// its context after switching away (Linux's `p->on_cpu`).
+    /// True while a CPU runs it: taken by `switch_context` before resuming
+    /// it, released only after its context is saved (Linux's `p->on_cpu`).
     pub on_cpu: AtomicBool,
     /// CPU it last ran on (u32::MAX = never ran).
     pub last_cpu: AtomicU32,

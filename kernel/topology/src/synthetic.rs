@@ -154,13 +154,12 @@ impl Topology {
                 socket * (s.nodes / s.sockets) + core_in_socket / cores_per_node
             };
             let key = (die, node, (cpu % cpus_per_die) / llc_span);
-            let llc = match llc_keys.iter().position(|k| *k == key) {
-                Some(p) => p,
-                None => {
-                    llc_keys.push(key);
-                    llc_keys.len() - 1
-                }
-            } as u32;
+            // Keys come in contiguous runs (die, node and LLC chunks are all ranges of
+            // consecutive CPUs), so comparing with the last key is enough.
+            if llc_keys.last() != Some(&key) {
+                llc_keys.push(key);
+            }
+            let llc = (llc_keys.len() - 1) as u32;
             // Widths are below 32 bits for totals <= MAX_SYNTHETIC_CPUS.
             let apic_id = (socket << (db + cb + tb))
                 | (die_in_socket << (cb + tb))
@@ -186,8 +185,9 @@ impl Topology {
             (2, CacheKind::Unified, 1 << 20, 16),
         ] {
             for core in 0..cores {
-                let m =
-                    CpuMask::from_cpus(n, cpus.iter().filter(|c| c.core == core).map(|c| c.cpu));
+                // Cores are runs of `threads_per_core` consecutive CPUs.
+                let first = (core * s.threads_per_core) as usize;
+                let m = CpuMask::from_cpus(n, first..first + s.threads_per_core as usize);
                 caches.push(Cache {
                     level,
                     kind,
@@ -198,8 +198,13 @@ impl Topology {
                 });
             }
         }
-        for llc in 0..llc_keys.len() as u32 {
-            let m = CpuMask::from_cpus(n, cpus.iter().filter(|c| c.llc == llc).map(|c| c.cpu));
+        let mut llc_masks = alloc::vec![CpuMask::new(n); llc_keys.len()];
+        for c in &cpus {
+            if let Some(m) = llc_masks.get_mut(c.llc as usize) {
+                m.set(c.cpu);
+            }
+        }
+        for m in llc_masks {
             let ncores = (m.weight() as u64).div_ceil(u64::from(s.threads_per_core));
             caches.push(Cache {
                 level: 3,

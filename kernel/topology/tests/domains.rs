@@ -108,7 +108,7 @@ fn ring_of_four_nodes_overlaps() {
         domain-0: span=0-1,3 level=NUMA\n  \
         groups: 0:{ span=0 }, 1:{ span=1 }, 3:{ span=3 }\n  \
         domain-1: span=0-3 level=NUMA\n   \
-        groups: 0:{ span=0-1,3 mask=0 cap=3072 }, 1:{ span=1-3 mask=2 cap=3072 }\n";
+        groups: 0:{ span=0-1,3 mask=0 cap=3072 }, 2:{ span=1-3 mask=2 cap=3072 }\n";
     assert_eq!(sd.debug_cpu(0), expected);
     assert_eq!(sd.sd_llc(0), None);
     assert_eq!(sd.sd_llc_size(0), 1);

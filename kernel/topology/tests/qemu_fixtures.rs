@@ -3,7 +3,7 @@
 //! parsed result is what QEMU was asked for on its command line (`cmdline.txt`).
 //!
 //! QEMU gives every vCPU the same CPUID except the APIC-id fields (leaf 1
-//! EBX[31:24], leaf 0xB/0x1F EDX), so the application processors' leaves are derived
+//! EBX[31:24], leaf 0xB/0x1F EDX, AMD 0x8000001E EAX), so the application processors' leaves are derived
 //! from the captured boot-CPU leaves by substituting those fields.
 
 use topology::acpi::{self, Firmware, MemoryImage};
@@ -90,6 +90,7 @@ fn leaves_for(bsp: &CpuidLeaves, apic: u32) -> CpuidLeaves {
         match e.leaf {
             1 => e.regs[1] = (e.regs[1] & 0x00ff_ffff) | (apic << 24),
             0xB | 0x1F => e.regs[3] = apic,
+            0x8000_001E => e.regs[0] = apic,
             _ => {}
         }
     }
@@ -308,4 +309,48 @@ fn qemu_cpuid_caches() {
         table.lines().nth(6).unwrap(),
         "  5    1      1   1    2      1 5:5:2:1            5"
     );
+}
+
+#[test]
+fn smp32_amd_epyc_rome_two_nodes_far() {
+    let l = load(&shape!("smp32-amd-2s8c2t-2n", srat));
+    assert_eq!(
+        (l.bsp.vendor, l.bsp.family, l.bsp.model),
+        (cpuid::Vendor::Amd, 0x17, 0x31)
+    );
+    // QEMU's Rome model also reports leaf 0xB, which Linux 6.x (and we) prefer.
+    assert_eq!(l.bsp.layout.source, TopologySource::Leaf0B);
+    assert_eq!((l.bsp.layout.smt_shift, l.bsp.layout.pkg_shift), (1, 4));
+    // TCG cannot provide TOPOEXT (0x80000001 ECX bit 22 stays clear although asked
+    // for), so like Linux we do not trust 0x8000001D: no cache is claimed and each
+    // core is its own LLC group, with a warning.
+    assert_eq!(l.warnings, [Warning::NoCacheLeaf]);
+    assert!(l.bsp.caches.is_empty() && l.topo.caches.is_empty());
+    let t = &l.topo;
+    assert_eq!(t.nr_cpus(), 32);
+    assert_eq!(col(t, |c| c.apic_id), (0..32).collect::<Vec<_>>());
+    assert_eq!(
+        col(t, |c| c.node),
+        (0..32).map(|i| i / 16).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        col(t, |c| c.package),
+        (0..32).map(|i| i / 16).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        col(t, |c| c.core),
+        (0..32).map(|i| i / 2).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        col(t, |c| c.llc),
+        (0..32).map(|i| i / 2).collect::<Vec<_>>()
+    );
+    assert_eq!(t.distance, vec![vec![10, 32], vec![32, 10]]);
+    let sd = build_sched_domains(t);
+    assert_eq!(names(&sd, 17), ["SMT", "PKG", "NUMA"]);
+    assert_eq!(sd.sd_llc_size(17), 2);
+    // 32 > RECLAIM_DISTANCE (30): no wake-affine, fork or exec balancing across nodes.
+    let numa = &sd.domains(17)[2];
+    assert!(!numa.flags.contains(SD_WAKE_AFFINE) && !numa.flags.contains(SD_BALANCE_FORK));
+    assert!(numa.flags.contains(SD_BALANCE_NEWIDLE | SD_SERIALIZE));
 }

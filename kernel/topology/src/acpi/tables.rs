@@ -112,7 +112,7 @@ pub fn load_tables(
     let root = read_table(r, root_kind, root_phys)?;
     let (_, root) = validate_sdt(&root, root_kind)?;
     let body = root.len() - SDT_HEADER_LEN;
-    if body % ptr != 0 {
+    if !body.is_multiple_of(ptr) {
         return Err(AcpiError::RootPointers {
             table: root_kind,
             body,
@@ -143,4 +143,92 @@ pub fn load_tables(
         }
     }
     Ok((out, warnings))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::acpi::madt::build::{lapic, madt};
+    use crate::acpi::rsdp::build_rsdp;
+    use crate::acpi::sdt::build_table;
+    use alloc::format;
+    use alloc::vec;
+
+    fn xsdt(ptrs: &[u64]) -> Vec<u8> {
+        let body: Vec<u8> = ptrs.iter().flat_map(|p| p.to_le_bytes()).collect();
+        build_table(*b"XSDT", 1, &body)
+    }
+
+    #[test]
+    fn xsdt_walk_skips_bad_tables() {
+        let m = madt(&[lapic(0, 0, 1)]);
+        let mut bad = build_table(*b"SRAT", 3, &[0; 12]);
+        bad[20] ^= 0x10;
+        let mut img = MemoryImage::default();
+        img.regions.push((0x1000, build_rsdp(2, 0, 0x2000)));
+        img.regions
+            .push((0x2000, xsdt(&[0x3000, 0x4000, 0x9999_0000])));
+        img.regions.push((0x3000, m.clone()));
+        img.regions.push((0x4000, bad));
+        let (t, w) = load_tables(&mut img, 0x1000).unwrap();
+        assert_eq!(t.rsdp.as_ref().and_then(|r| r.xsdt_address), Some(0x2000));
+        assert_eq!(t.find(*b"APIC"), Some(m.as_slice()));
+        assert_eq!(t.find(*b"SRAT"), None);
+        assert_eq!(w.len(), 2);
+        assert_eq!(
+            format!("{}", w[0]),
+            "ACPI: table at 0x4000 skipped: SRAT: checksum mismatch (sum 0x10, expected 0)"
+        );
+        assert!(matches!(
+            w[1],
+            Warning::TableSkipped {
+                phys: 0x9999_0000,
+                error: AcpiError::Read { .. }
+            }
+        ));
+    }
+
+    #[test]
+    fn rsdt_errors() {
+        // RSDT body of 6 bytes: not a whole number of 4-byte pointers.
+        let mut img = MemoryImage::default();
+        img.regions.push((0x1000, build_rsdp(0, 0x2000, 0)));
+        img.regions
+            .push((0x2000, build_table(*b"RSDT", 1, &[0; 6])));
+        let e = load_tables(&mut img, 0x1000).unwrap_err();
+        assert_eq!(
+            format!("{e}"),
+            "RSDT: entry area of 6 bytes is not a multiple of the 4-byte pointer size"
+        );
+        // Root table with a wrong signature.
+        img.regions[1] = (0x2000, build_table(*b"FACP", 1, &[]));
+        assert!(matches!(
+            load_tables(&mut img, 0x1000),
+            Err(AcpiError::BadSignature {
+                table: Table::Rsdt,
+                ..
+            })
+        ));
+        // No RSDP at all.
+        assert!(matches!(
+            load_tables(&mut img, 0x5000),
+            Err(AcpiError::Read {
+                table: Table::Rsdp,
+                ..
+            })
+        ));
+        // A huge length field is refused before reading.
+        let mut huge = build_table(*b"RSDT", 1, &[]);
+        huge[4..8].copy_from_slice(&u32::MAX.to_le_bytes());
+        img.regions[1] = (0x2000, huge);
+        assert!(matches!(
+            load_tables(&mut img, 0x1000),
+            Err(AcpiError::BadLength { .. })
+        ));
+        // BIOS-area scan.
+        let mut bios = vec![0u8; 0x20000];
+        bios[0x100..0x114].copy_from_slice(&build_rsdp(0, 0x2000, 0));
+        img.regions.push((0xE0000, bios));
+        assert_eq!(scan_bios_area(&mut img), Ok(0xE0100));
+    }
 }

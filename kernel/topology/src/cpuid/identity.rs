@@ -123,7 +123,7 @@ pub struct CpuIdentity {
     pub model: u32,
     /// Stepping.
     pub stepping: u32,
-    /// x2APIC id (0x1F/0xB EDX, AMD 0x8000001E EAX, or leaf 1 EBX[31:24]).
+    /// x2APIC id (0x1F/0xB EDX, AMD 0x8000001E EAX, or leaf 1 `EBX[31:24]`).
     pub x2apic_id: Option<u32>,
     /// APIC-id layout.
     pub layout: ApicLayout,
@@ -137,7 +137,37 @@ pub struct CpuIdentity {
     pub warnings: Vec<Warning>,
 }
 
+/// Bits `[lo, hi)` of `v`.
+fn bits(v: u32, lo: u32, hi: u32) -> u32 {
+    let width = hi.saturating_sub(lo);
+    let mask = if width >= 32 {
+        u32::MAX
+    } else {
+        (1u32 << width) - 1
+    };
+    shr(v, lo) & mask
+}
+
 impl CpuIdentity {
+    /// SMT (thread) id within the core, from this CPU's own x2APIC id.
+    pub fn smt_id(&self) -> Option<u32> {
+        self.x2apic_id.map(|a| self.layout.thread_field(a))
+    }
+    /// Core id within the die (APIC-id bits between the SMT and die shifts; may be sparse).
+    pub fn core_id(&self) -> Option<u32> {
+        self.x2apic_id
+            .map(|a| bits(a, self.layout.smt_shift, self.layout.die_shift))
+    }
+    /// Die id within the package (0 without a die level).
+    pub fn die_id(&self) -> Option<u32> {
+        self.x2apic_id
+            .map(|a| bits(a, self.layout.die_shift, self.layout.pkg_shift))
+    }
+    /// Package id (APIC-id bits above the package shift).
+    pub fn package_id(&self) -> Option<u32> {
+        self.x2apic_id.map(|a| self.layout.pkg_key(a))
+    }
+
     /// The last-level cache: highest level among data and unified caches.
     pub fn llc(&self) -> Option<&CacheInfo> {
         self.caches

@@ -50,10 +50,17 @@ impl SynthCpuid {
     /// The leaves a CPU with this APIC id would report, in [`super::collect`] order.
     pub fn leaves(&self, apic: u32) -> CpuidLeaves {
         let (smt, core, pkg) = self.bits();
-        let logical = self.threads_per_core * self.cores_per_die * self.dies_per_package;
-        let cores = self.cores_per_die * self.dies_per_package;
+        // Saturating arithmetic: absurd shapes give absurd leaves, never a panic.
+        let threads = self.threads_per_core.max(1);
+        let cores = self
+            .cores_per_die
+            .max(1)
+            .saturating_mul(self.dies_per_package.max(1));
+        let logical = threads.saturating_mul(cores);
         let l3 = self.l3_sharing_bits.unwrap_or(pkg);
-        let ncores_l3 = (1u32 << l3.min(16)).div_ceil(1 << smt).max(1);
+        let ncores_l3 = (1u32 << l3.min(16))
+            .div_ceil(1u32.checked_shl(smt).unwrap_or(u32::MAX))
+            .max(1);
         let mut e: Vec<CpuidEntry> = Vec::new();
         let mut push = |leaf, subleaf, regs| {
             e.push(CpuidEntry {
@@ -78,23 +85,23 @@ impl SynthCpuid {
                     Self::cache(1, 1, smt, 8, 64, cores),
                     Self::cache(2, 1, smt, 8, 64, cores),
                     Self::cache(3, 2, smt, 16, 1024, cores),
-                    Self::cache(3, 3, l3, 16, 2048 * ncores_l3, cores),
+                    Self::cache(3, 3, l3, 16, ncores_l3.saturating_mul(2048), cores),
                 ];
                 for (i, c) in caches.into_iter().enumerate() {
                     push(4, i as u32, c);
                 }
                 push(4, 4, [0; 4]);
-                push(0xB, 0, [smt, self.threads_per_core, 0x100, apic]);
+                push(0xB, 0, [smt, threads, 0x100, apic]);
                 push(0xB, 1, [pkg, logical, 0x201, apic]);
                 push(0xB, 2, [0, 0, 2, apic]);
                 if max >= 0x1F {
-                    push(0x1F, 0, [smt, self.threads_per_core, 0x100, apic]);
+                    push(0x1F, 0, [smt, threads, 0x100, apic]);
                     push(
                         0x1F,
                         1,
                         [
                             core,
-                            self.threads_per_core * self.cores_per_die,
+                            threads.saturating_mul(self.cores_per_die.max(1)),
                             0x201,
                             apic,
                         ],
@@ -120,23 +127,23 @@ impl SynthCpuid {
                 push(
                     0x8000_0008,
                     0,
-                    [0x3030, 0, (pkg << 12) | (logical.min(256) - 1), 0],
+                    [0x3030, 0, ((pkg & 0xf) << 12) | (logical.min(256) - 1), 0],
                 );
                 let caches = [
                     Self::cache(1, 1, smt, 8, 64, 1),
                     Self::cache(2, 1, smt, 8, 64, 1),
                     Self::cache(3, 2, smt, 8, 2048, 1),
-                    Self::cache(3, 3, l3, 16, 2048 * ncores_l3, 1),
+                    Self::cache(3, 3, l3, 16, ncores_l3.saturating_mul(2048), 1),
                 ];
                 for (i, c) in caches.into_iter().enumerate() {
                     push(0x8000_001D, i as u32, c);
                 }
                 push(0x8000_001D, 4, [0; 4]);
-                let core_id = (apic >> smt) & 0xff;
+                let core_id = apic.checked_shr(smt).unwrap_or(0) & 0xff;
                 push(
                     0x8000_001E,
                     0,
-                    [apic, ((self.threads_per_core - 1) << 8) | core_id, 0, 0],
+                    [apic, (((threads - 1) & 0xff) << 8) | core_id, 0, 0],
                 );
             }
             Vendor::Other(v) => {
@@ -151,8 +158,10 @@ impl SynthCpuid {
 
     /// APIC id of the CPU at (package, die, core, thread), like QEMU's
     /// `x86_apicid_from_topo_ids`.
+    /// Fields wider than their bits or shifts of 32 bits and more are truncated.
     pub fn apic_id(&self, package: u32, die: u32, core: u32, thread: u32) -> u32 {
         let (smt, c, d) = self.bits();
-        (package << d) | (die << c) | (core << smt) | thread
+        let shl = |v: u32, s: u32| v.checked_shl(s).unwrap_or(0);
+        shl(package, d) | shl(die, c) | shl(core, smt) | thread
     }
 }

@@ -82,6 +82,16 @@ fn intel_leaf_1f_dies() {
         }
     );
     assert_eq!(id.layout.die_key(apic), 1);
+    assert_eq!(
+        (id.smt_id(), id.core_id(), id.die_id(), id.package_id()),
+        (Some(0), Some(2), Some(1), Some(0))
+    );
+    let apic = s.apic_id(3, 1, 1, 1);
+    let id = decode(&collect(replay(&s.leaves(apic)))).unwrap();
+    assert_eq!(
+        (id.smt_id(), id.core_id(), id.die_id(), id.package_id()),
+        (Some(1), Some(1), Some(1), Some(3))
+    );
 }
 
 #[test]
@@ -179,7 +189,7 @@ fn bad_shift_and_huge_fields() {
         .iter_mut()
         .filter(|e| e.leaf == 4 && e.subleaf == 0)
     {
-        e.regs = [u32::MAX & !0x1c, u32::MAX, u32::MAX, 0];
+        e.regs = [!0x1c, u32::MAX, u32::MAX, 0];
     }
     for e in l.entries.iter_mut().filter(|e| e.leaf == 0xB) {
         e.regs[0] |= 0x1f;
@@ -207,4 +217,22 @@ fn bad_shift_and_huge_fields() {
         ..wide
     };
     assert_eq!(narrow.thread_field(u32::MAX), 0);
+}
+
+#[test]
+fn synth_never_panics_on_absurd_shapes() {
+    for vendor in [Vendor::Intel, Vendor::Amd, Vendor::Other(*b"SchedLabCPU!")] {
+        for (t, c, d) in [(0, 0, 0), (u32::MAX, u32::MAX, u32::MAX), (1 << 31, 3, 1)] {
+            let s = SynthCpuid {
+                vendor,
+                threads_per_core: t,
+                cores_per_die: c,
+                dies_per_package: d,
+                l3_sharing_bits: Some(u32::MAX),
+                leaf_1f: true,
+            };
+            let apic = s.apic_id(u32::MAX, u32::MAX, u32::MAX, 1);
+            assert!(decode(&s.leaves(apic)).is_ok());
+        }
+    }
 }

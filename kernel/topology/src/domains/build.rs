@@ -4,7 +4,7 @@
 use alloc::vec::Vec;
 
 use super::flags::*;
-use super::levels::{Level, SdInit, level_mask, sd_init, topology_levels};
+use super::levels::{Level, LevelMasks, SdInit, sd_init, topology_levels};
 use super::{CpuDomains, DomainConfig, SchedDomain, SchedDomains, SchedGroup, SpanFixup};
 use crate::CpuId;
 use crate::mask::CpuMask;
@@ -47,12 +47,13 @@ fn build_spans(topo: &Topology, levels: &[Level], cfg: &DomainConfig) -> (Tree, 
     let n = topo.nr_cpus();
     let map = CpuMask::full(n);
     let mut fixups = Vec::new();
+    let masks = LevelMasks::new(topo, levels);
     let mut tree: Tree = Vec::with_capacity(n);
     for cpu in 0..n {
         let mut chain: Vec<Option<Proto>> = (0..levels.len()).map(|_| None).collect();
         let mut child: Option<(CpuMask, &'static str)> = None;
         for (li, level) in levels.iter().enumerate() {
-            let mut span = level_mask(topo, level, cpu).and(&map);
+            let mut span = masks.mask(topo, li, level, cpu).and(&map);
             span.set(cpu);
             if let Some((c, cname)) = &child
                 && !c.is_subset(&span)

@@ -11,7 +11,9 @@
 //!
 //! Group capacity is shown as Linux shows it at boot for symmetric CPUs:
 //! 1024 per CPU, printed only when it differs from 1024. Overlap groups whose balance
-//! mask differs from their span also print `mask=`.
+//! mask differs from their span also print `mask=`. The number before `:{` is Linux's
+//! `sgc->id`: the group's first CPU, or for NUMA overlap groups the first CPU of the
+//! balance mask.
 
 use alloc::string::String;
 use core::fmt::{self, Write};
@@ -36,7 +38,14 @@ fn write_domain(f: &mut impl Write, idx: usize, sd: &SchedDomain) -> fmt::Result
         if gi > 0 {
             f.write_char(',')?;
         }
-        write!(f, " {}:{{ span={}", g.span.first().unwrap_or(0), g.span)?;
+        // Linux prints `sgc->id`: the CPU whose group-capacity object the group uses,
+        // i.e. the first CPU of the balance mask (= first of the span if not NUMA).
+        let id = if sd.flags.contains(SD_OVERLAP) {
+            g.balance_mask.first()
+        } else {
+            g.span.first()
+        };
+        write!(f, " {}:{{ span={}", id.unwrap_or(0), g.span)?;
         if sd.flags.contains(SD_OVERLAP) && g.balance_mask != g.span {
             write!(f, " mask={}", g.balance_mask)?;
         }

@@ -103,25 +103,51 @@ pub(crate) fn topology_levels(topo: &Topology) -> Vec<Level> {
     v
 }
 
-/// The level's mask for `cpu` (`tl->mask(cpu)`), before intersecting with the map.
-pub(crate) fn level_mask(topo: &Topology, level: &Level, cpu: CpuId) -> CpuMask {
-    match level.mask {
-        LevelMask::Smt => topo.smt_mask(cpu),
-        LevelMask::Llc => topo.llc_mask(cpu),
-        LevelMask::Node => topo
-            .node_of(cpu)
-            .map_or_else(|| CpuMask::new(topo.nr_cpus()), |n| topo.node_mask(n)),
-        LevelMask::NumaWithin(d) => {
-            // sd_numa_mask: OR of the nodes k with node_distance(node, k) <= d.
-            let mut m = CpuMask::new(topo.nr_cpus());
-            if let Some(node) = topo.node_of(cpu) {
-                for k in 0..topo.nr_nodes as u32 {
-                    if topo.node_distance(node, k) <= d {
-                        m = m.or(&topo.node_mask(k));
-                    }
-                }
-            }
-            m
+/// Per-level masks, computed once: node-based levels (PKG/NODE/NUMA) per node,
+/// SMT/LLC per CPU on demand.
+pub(crate) struct LevelMasks {
+    /// `per_node[level][node]`, empty for CPU-based levels.
+    per_node: Vec<Vec<CpuMask>>,
+}
+
+impl LevelMasks {
+    /// Precomputes `sd_numa_mask`-style masks: for each node-based level and node, the
+    /// OR of the CPUs of the nodes `k` with `node_distance(node, k) <= d` (just the
+    /// node itself for PKG).
+    pub(crate) fn new(topo: &Topology, levels: &[Level]) -> Self {
+        let nodes: Vec<CpuMask> = (0..topo.nr_nodes as u32)
+            .map(|n| topo.node_mask(n))
+            .collect();
+        let per_node = levels
+            .iter()
+            .map(|l| match l.mask {
+                LevelMask::Smt | LevelMask::Llc => Vec::new(),
+                LevelMask::Node => nodes.clone(),
+                LevelMask::NumaWithin(d) => (0..nodes.len() as u32)
+                    .map(|node| {
+                        let mut m = CpuMask::new(topo.nr_cpus());
+                        for (k, km) in nodes.iter().enumerate() {
+                            if topo.node_distance(node, k as u32) <= d {
+                                m = m.or(km);
+                            }
+                        }
+                        m
+                    })
+                    .collect(),
+            })
+            .collect();
+        LevelMasks { per_node }
+    }
+
+    /// The level's mask for `cpu` (`tl->mask(cpu)`), before intersecting with the map.
+    pub(crate) fn mask(&self, topo: &Topology, li: usize, level: &Level, cpu: CpuId) -> CpuMask {
+        match level.mask {
+            LevelMask::Smt => topo.smt_mask(cpu),
+            LevelMask::Llc => topo.llc_mask(cpu),
+            LevelMask::Node | LevelMask::NumaWithin(_) => topo
+                .node_of(cpu)
+                .and_then(|n| self.per_node.get(li)?.get(n as usize).cloned())
+                .unwrap_or_else(|| CpuMask::new(topo.nr_cpus())),
         }
     }
 }

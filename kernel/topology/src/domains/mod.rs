@@ -1,7 +1,7 @@
 //! Linux-style scheduling domains built from a [`Topology`].
 //!
 //! [`build_sched_domains`] mirrors Linux `build_sched_domains()`: for every CPU it walks
-//! the topology levels ([`levels`]) bottom-up, creating a domain per level
+//! the topology levels (`levels.rs`) bottom-up, creating a domain per level
 //! (`build_sched_domain` + `sd_init`) until one spans every CPU, builds the groups of each
 //! domain (`build_sched_groups` / `build_overlap_sched_groups`), computes `imb_numa_nr`,
 //! drops degenerate domains (`cpu_attach_domain` with `sd_degenerate` /

@@ -1,0 +1,167 @@
+//! Micro-benchmarks of the scheduler core (plain `std::time::Instant`).
+//!
+//! 1. Runqueue cost of one enqueue + pick + dequeue with N entities queued,
+//!    for the CFS and EEVDF timelines, next to a naive Vec with linear-scan
+//!    pick measured in the same run.
+//! 2. `select_task_rq` cost on the 160-CPU machine (4 sockets x 20 cores x
+//!    2 threads, 4 nodes) for wakeups and forks.
+//!
+//! Run with `cargo bench -p sched`.
+
+use sched::config::{PickPolicy, SchedConfig};
+use sched::fair::cfs_rq::CfsRq;
+use sched::fair::entity::{
+    DequeueFlags, EnqueueFlags, dequeue_entity, enqueue_entity, pick_next_entity,
+};
+use sched::placement::{WakeFlags, select_task_rq_fair};
+use sched::task::{Task, TaskArena, TaskId, TaskPolicy};
+use sched::{SchedTopo, Scheduler};
+use std::hint::black_box;
+use std::time::Instant;
+use topology::SyntheticSpec;
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
+/// ns per (enqueue + pick + dequeue) on the real timeline.
+fn bench_timeline(pick: PickPolicy, n: usize, iters: usize) -> f64 {
+    let cfg = SchedConfig::new(1, pick);
+    let mut tasks = TaskArena::default();
+    let mut cfs = CfsRq::default();
+    let mut rng = Rng(0x1234_5678);
+    let ids: Vec<TaskId> = (0..=n)
+        .map(|i| tasks.alloc(|id| Task::new(id, (i % 7) as i32 - 3, TaskPolicy::Normal, 0)))
+        .collect();
+    let base = cfs.min_vruntime;
+    for &id in &ids {
+        let se = &mut tasks[id].se;
+        se.vruntime = base + rng.next() % 10_000_000;
+        se.deadline = se.vruntime + 3_000_000;
+        se.slice = 3_000_000;
+    }
+    let now = 1_000_000;
+    for &id in &ids[..n] {
+        enqueue_entity(&mut cfs, &mut tasks, &cfg, id, EnqueueFlags::default(), now);
+    }
+    let x = ids[n];
+    let t0 = Instant::now();
+    for _ in 0..iters {
+        enqueue_entity(&mut cfs, &mut tasks, &cfg, x, EnqueueFlags::default(), now);
+        black_box(pick_next_entity(&mut cfs, &tasks, &cfg));
+        dequeue_entity(
+            &mut cfs,
+            &mut tasks,
+            &cfg,
+            x,
+            DequeueFlags {
+                sleep: false,
+                migrate: false,
+            },
+            now,
+        );
+        // Keep x's key moving so inserts land all over the tree.
+        let se = &mut tasks[x].se;
+        se.vruntime = base + rng.next() % 10_000_000;
+        se.deadline = se.vruntime + 3_000_000;
+        se.rel_deadline = false;
+        se.vlag = 0;
+    }
+    t0.elapsed().as_nanos() as f64 / iters as f64
+}
+
+/// ns per (push + linear-scan min + linear-scan remove) on a Vec.
+fn bench_naive(n: usize, iters: usize) -> f64 {
+    let mut rng = Rng(0x1234_5678);
+    let mut v: Vec<(u64, u32)> = (0..n as u32)
+        .map(|i| (rng.next() % 10_000_000, i))
+        .collect();
+    let x = n as u32;
+    let t0 = Instant::now();
+    for _ in 0..iters {
+        v.push((rng.next() % 10_000_000, x));
+        let best = v.iter().copied().min();
+        black_box(best);
+        let pos = v.iter().position(|e| e.1 == x).unwrap();
+        v.swap_remove(pos);
+    }
+    t0.elapsed().as_nanos() as f64 / iters as f64
+}
+
+fn big160(pick: PickPolicy) -> Scheduler {
+    let spec = SyntheticSpec {
+        nodes: 4,
+        ..SyntheticSpec::simple(4, 20, 2)
+    };
+    let topo = SchedTopo::synthetic(&spec).expect("160-cpu topology");
+    let n = topo.nr_cpus;
+    Scheduler::new(topo, SchedConfig::new(n, pick))
+}
+
+/// ns per select_task_rq_fair on 160 CPUs with `busy` CPUs running a task.
+fn bench_select(busy_every: usize, flags: WakeFlags, iters: usize) -> f64 {
+    let mut s = big160(PickPolicy::Eevdf);
+    let n = s.core.nr_cpus();
+    let mut sleepers = Vec::new();
+    for cpu in 0..n {
+        let t = s
+            .wake_up_new_task_on(None, cpu, 0, TaskPolicy::Normal, 1000)
+            .task;
+        s.schedule(cpu, 1000);
+        s.block(cpu, 2000);
+        s.schedule(cpu, 2000);
+        sleepers.push(t);
+    }
+    for cpu in (0..n).step_by(busy_every) {
+        s.wake_up_new_task_on(None, cpu, 0, TaskPolicy::Normal, 3000);
+        s.schedule(cpu, 3000);
+    }
+    let mut rng = Rng(42);
+    let t0 = Instant::now();
+    for i in 0..iters {
+        let p = sleepers[(rng.next() as usize) % n];
+        let waker = (rng.next() as usize) % n;
+        let prev = s.core.tasks[p].cpu;
+        black_box(select_task_rq_fair(
+            &mut s.core,
+            p,
+            prev,
+            waker,
+            flags,
+            10_000 + i as u64,
+        ));
+    }
+    t0.elapsed().as_nanos() as f64 / iters as f64
+}
+
+fn main() {
+    println!("runqueue: ns per enqueue+pick+dequeue with N entities queued");
+    println!(
+        "{:>8} {:>12} {:>12} {:>14}",
+        "N", "CFS tree", "EEVDF tree", "naive Vec scan"
+    );
+    for &n in &[10usize, 100, 1_000, 10_000] {
+        let iters = 2_000_000 / (1 + n / 100).min(20);
+        let naive_iters = (20_000_000 / n).clamp(2_000, 2_000_000);
+        let c = bench_timeline(PickPolicy::Cfs, n, iters);
+        let e = bench_timeline(PickPolicy::Eevdf, n, iters);
+        let v = bench_naive(n, naive_iters);
+        println!("{n:>8} {c:>12.1} {e:>12.1} {v:>14.1}");
+    }
+    println!();
+    println!(
+        "select_task_rq_fair on 160 CPUs (4 sockets x 20 cores x 2 threads, 4 nodes): ns per call"
+    );
+    println!("{:>22} {:>10} {:>10}", "busy CPUs", "wakeup", "fork");
+    for &(every, label) in &[(160usize, "1/160"), (2, "80/160"), (1, "160/160")] {
+        let w = bench_select(every, WakeFlags::TTWU, 200_000);
+        let f = bench_select(every, WakeFlags::FORK, 20_000);
+        println!("{label:>22} {w:>10.0} {f:>10.0}");
+    }
+}

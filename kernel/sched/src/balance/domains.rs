@@ -1,0 +1,132 @@
+//! Driving balancing over the domain hierarchy: `sched_balance_domains()`
+//! (`rebalance_domains`) with balance intervals and busy_factor, and
+//! `sched_balance_newidle()` bounded by avg_idle vs max_newidle_lb_cost
+//! (reference §E.3, §E.4).
+
+use super::CpuIdleType;
+use super::lb::load_balance;
+use crate::CpuId;
+use crate::core::{Migration, SchedCore};
+use crate::fair::entity::update_rq_load_avg;
+use alloc::vec::Vec;
+use topology::SD_BALANCE_NEWIDLE;
+
+/// Modelled cost of a newly-idle balance pass per CPU of the domain (ns).
+/// Linux measures wall time; the pure core has no clock of its own.
+pub const NEWIDLE_COST_PER_CPU_NS: u64 = 200;
+
+/// One second, the max_newidle_lb_cost decay period.
+const DECAY_PERIOD_NS: u64 = 1_000_000_000;
+
+/// `get_sd_balance_interval()` in ns.
+pub fn sd_balance_interval_ns(core: &SchedCore, cpu: CpuId, level: usize, busy: bool) -> u64 {
+    let t = &core.cfg.tunables;
+    let sd = &core.topo.sd(cpu)[level];
+    let mut ms = core.rqs[cpu].sd[level].balance_interval_ms;
+    if busy {
+        ms *= u64::from(sd.busy_factor);
+    }
+    let mut ticks = t.ms_to_ticks(ms);
+    if busy && ticks > 1 {
+        ticks -= 1;
+    }
+    // max_load_balance_interval = HZ * nr_cpus / 10 jiffies.
+    let max_ticks = (1_000_000_000 / t.tick_ns * core.nr_cpus() as u64 / 10).max(1);
+    ticks.clamp(1, max_ticks) * t.tick_ns
+}
+
+/// `sched_balance_domains(rq, idle)`: periodic balancing of every due domain.
+pub fn rebalance_domains(core: &mut SchedCore, cpu: CpuId, now: u64) -> Vec<Migration> {
+    let mut moved = Vec::new();
+    let mut idle = if core.idle_cpu(cpu) {
+        CpuIdleType::Idle
+    } else {
+        CpuIdleType::NotIdle
+    };
+    let mut busy = idle == CpuIdleType::NotIdle && !core.rqs[cpu].is_sched_idle();
+    let mut next_balance = now + 60 * 1_000_000_000;
+    update_rq_load_avg(&mut core.rqs[cpu].cfs, now);
+    for level in 0..core.topo.sd(cpu).len() {
+        let st = &mut core.rqs[cpu].sd[level];
+        if now > st.last_decay_max_lb_cost + DECAY_PERIOD_NS {
+            st.max_newidle_lb_cost = st.max_newidle_lb_cost * 253 / 256;
+            st.last_decay_max_lb_cost = now;
+        }
+        let mut interval = sd_balance_interval_ns(core, cpu, level, busy);
+        let mut cont = true;
+        if now >= core.rqs[cpu].sd[level].last_balance + interval {
+            let r = load_balance(core, cpu, level, idle, now);
+            cont = r.continue_balancing;
+            if !r.moved.is_empty() {
+                idle = if core.idle_cpu(cpu) {
+                    CpuIdleType::Idle
+                } else {
+                    CpuIdleType::NotIdle
+                };
+                busy = idle == CpuIdleType::NotIdle;
+            }
+            moved.extend(r.moved);
+            core.rqs[cpu].sd[level].last_balance = now;
+            interval = sd_balance_interval_ns(core, cpu, level, busy);
+        }
+        next_balance = next_balance.min(core.rqs[cpu].sd[level].last_balance + interval);
+        if !cont {
+            break;
+        }
+    }
+    core.rqs[cpu].next_balance = next_balance;
+    moved
+}
+
+/// `update_newidle_cost()`.
+fn update_newidle_cost(core: &mut SchedCore, cpu: CpuId, level: usize, cost: u64, now: u64) {
+    let st = &mut core.rqs[cpu].sd[level];
+    if cost > st.max_newidle_lb_cost {
+        st.max_newidle_lb_cost = cost;
+        st.last_decay_max_lb_cost = now;
+    }
+}
+
+/// `sched_balance_newidle(this_rq)`: try to pull work before going idle.
+pub fn newidle_balance(core: &mut SchedCore, cpu: CpuId, now: u64) -> Vec<Migration> {
+    let mut moved = Vec::new();
+    if core.rqs[cpu].nr_running() > 0 {
+        return moved;
+    }
+    if core.rqs[cpu].idle_stamp == 0 {
+        core.rqs[cpu].idle_stamp = now.max(1);
+    }
+    core.stats.lb.newidle_count += 1;
+    let overloaded = core.rqs.iter().any(|r| r.nr_running() > 1);
+    let avg_idle = core.rqs[cpu].avg_idle;
+    let nr_levels = core.topo.sd(cpu).len();
+    if !overloaded || nr_levels == 0 || avg_idle < core.rqs[cpu].sd[0].max_newidle_lb_cost {
+        core.stats.lb.newidle_skipped += 1;
+        return moved;
+    }
+    update_rq_load_avg(&mut core.rqs[cpu].cfs, now);
+    let mut curr_cost = 0;
+    for level in 0..nr_levels {
+        if avg_idle < curr_cost + core.rqs[cpu].sd[level].max_newidle_lb_cost {
+            break;
+        }
+        let sd = &core.topo.sd(cpu)[level];
+        if sd.flags.contains(SD_BALANCE_NEWIDLE) {
+            let cost = NEWIDLE_COST_PER_CPU_NS * sd.span.weight() as u64;
+            let r = load_balance(core, cpu, level, CpuIdleType::NewlyIdle, now);
+            moved.extend(r.moved);
+            update_newidle_cost(core, cpu, level, cost, now);
+            curr_cost += cost;
+        }
+        if !moved.is_empty() || core.rqs[cpu].nr_running() > 0 {
+            break;
+        }
+    }
+    let rq = &mut core.rqs[cpu];
+    rq.max_idle_balance_cost = rq.max_idle_balance_cost.max(curr_cost);
+    if !moved.is_empty() {
+        rq.idle_stamp = 0;
+        core.stats.lb.newidle_pulled += 1;
+    }
+    moved
+}

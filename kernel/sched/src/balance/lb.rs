@@ -1,0 +1,317 @@
+//! One balancing pass at one domain: `sched_balance_rq()` (`load_balance`)
+//! with `should_we_balance()`, `detach_tasks()`, `can_migrate_task()`,
+//! `task_hot()`, `need_active_balance()` and the active-balance stopper
+//! `active_load_balance_cpu_stop()` (reference §E.5, §E.7).
+
+use super::fbg::{find_busiest_group, find_busiest_queue};
+use super::{CpuIdleType, LbEnv, MigrationType};
+use crate::CpuId;
+use crate::core::{Migration, SchedCore};
+use crate::features::Feat;
+use crate::stats::MigrationReason;
+use crate::task::{TaskId, TaskPolicy};
+use alloc::vec::Vec;
+use topology::SD_SHARE_CPUCAPACITY;
+
+/// Result of one `load_balance()` call.
+#[derive(Clone, Debug, Default)]
+pub struct LbResult {
+    /// Tasks moved.
+    pub moved: Vec<Migration>,
+    /// `continue_balancing`: false when another CPU balances this domain.
+    pub continue_balancing: bool,
+}
+
+/// `should_we_balance()`: only one CPU per local group balances a domain:
+/// the first idle CPU of the group's balance mask (preferring one on a fully
+/// idle core above the SMT level), else the group's balance CPU.
+pub fn should_we_balance(core: &SchedCore, env: &LbEnv) -> bool {
+    let dst = env.dst_cpu;
+    if env.idle == CpuIdleType::NewlyIdle {
+        return core.rqs[dst].nr_running() == 0;
+    }
+    let sd = &core.topo.sd(dst)[env.level];
+    let Some(g) = sd.groups.iter().find(|g| g.span.contains(dst)) else {
+        return true;
+    };
+    let mask = &g.balance_mask;
+    let above_smt = !sd.flags.contains(SD_SHARE_CPUCAPACITY) && core.topo.smt_active;
+    let mut idle_smt = None;
+    for cpu in mask.iter() {
+        if !core.idle_cpu(cpu) {
+            continue;
+        }
+        if above_smt && !crate::placement::sis::core_fully_idle(core, cpu) {
+            if idle_smt.is_none() {
+                idle_smt = Some(cpu);
+            }
+            continue;
+        }
+        return cpu == dst;
+    }
+    if let Some(c) = idle_smt {
+        return c == dst;
+    }
+    g.balance_cpu().is_none_or(|c| c == dst)
+}
+
+/// `task_hot()`: ran too recently on the source to be worth moving.
+pub fn task_hot(core: &SchedCore, env: &LbEnv, p: TaskId) -> bool {
+    let t = &core.tasks[p];
+    if t.policy == TaskPolicy::Idle {
+        return false;
+    }
+    if core.topo.sd(env.dst_cpu)[env.level]
+        .flags
+        .contains(SD_SHARE_CPUCAPACITY)
+    {
+        return false;
+    }
+    let src = &core.rqs[env.src_cpu];
+    if core.cfg.features.has(Feat::CacheHotBuddy)
+        && core.rqs[env.dst_cpu].nr_running() > 0
+        && (src.cfs.next == Some(p) || src.cfs.last == Some(p))
+    {
+        return true;
+    }
+    let cost = core.cfg.tunables.migration_cost_ns;
+    if cost == 0 {
+        return false;
+    }
+    src.clock.saturating_sub(t.se.exec_start) < cost
+}
+
+/// `can_migrate_task()` (no affinity masks in this core).
+pub fn can_migrate_task(core: &mut SchedCore, env: &LbEnv, p: TaskId, active: bool) -> bool {
+    if core.tasks[p].is_percpu_kthread {
+        return false;
+    }
+    if core.rqs[env.src_cpu].curr == Some(p) {
+        core.stats.lb.lb_failed_running += 1;
+        return false;
+    }
+    if active {
+        return true;
+    }
+    let hot = task_hot(core, env, p);
+    let sd_failed = core.rqs[env.dst_cpu].sd[env.level].nr_balance_failed;
+    let tries = core.topo.sd(env.dst_cpu)[env.level].cache_nice_tries;
+    if !hot || sd_failed > tries {
+        if hot {
+            core.stats.lb.lb_hot_gained += 1;
+        }
+        return true;
+    }
+    core.stats.lb.lb_failed_hot += 1;
+    false
+}
+
+/// Source tasks in `cfs_tasks` tail order. Linux moves a task to the list
+/// head when it is enqueued or picked, so the tail holds the task least
+/// recently enqueued-or-run: order by max(last run, last enqueue).
+fn lru_tasks(core: &SchedCore, cpu: CpuId, max: usize) -> Vec<TaskId> {
+    let mut v: Vec<(u64, TaskId)> = core
+        .rq_tasks(cpu)
+        .map(|t| {
+            let task = &core.tasks[t];
+            (task.se.exec_start.max(task.wait_start), t)
+        })
+        .collect();
+    v.sort_unstable();
+    v.into_iter().take(max).map(|(_, t)| t).collect()
+}
+
+/// `detach_tasks()` + `attach_tasks()`.
+pub fn detach_tasks(
+    core: &mut SchedCore,
+    env: &mut LbEnv,
+    reason: MigrationReason,
+    now: u64,
+) -> Vec<Migration> {
+    let mut moved = Vec::new();
+    if env.imbalance <= 0 || core.rqs[env.src_cpu].nr_running() <= 1 {
+        return moved;
+    }
+    let failed = core.rqs[env.dst_cpu].sd[env.level].nr_balance_failed;
+    for p in lru_tasks(core, env.src_cpu, env.loop_max as usize) {
+        if env.idle != CpuIdleType::NotIdle && core.rqs[env.src_cpu].nr_running() <= 1 {
+            break;
+        }
+        if !can_migrate_task(core, env, p, false) {
+            continue;
+        }
+        match env.migration_type {
+            MigrationType::Load => {
+                let load = core.task_h_load(p).max(1);
+                if core.cfg.features.has(Feat::LbMin) && load < 16 && failed == 0 {
+                    continue;
+                }
+                if (load >> failed.min(63)) as i64 > env.imbalance {
+                    continue;
+                }
+                env.imbalance -= load as i64;
+            }
+            MigrationType::Util => {
+                let util = core.tasks[p].se.avg.util_avg;
+                if (util >> failed.min(63)) as i64 > env.imbalance {
+                    continue;
+                }
+                env.imbalance -= util as i64;
+            }
+            MigrationType::Task | MigrationType::Misfit => env.imbalance -= 1,
+        }
+        moved.push(core.move_queued_task(p, env.dst_cpu, reason, now));
+        if env.idle == CpuIdleType::NewlyIdle || env.imbalance <= 0 {
+            break;
+        }
+    }
+    moved
+}
+
+/// `need_active_balance()` (5.10 rule: repeated failures at this domain).
+pub fn need_active_balance(core: &SchedCore, env: &LbEnv) -> bool {
+    let failed = core.rqs[env.dst_cpu].sd[env.level].nr_balance_failed;
+    let tries = core.topo.sd(env.dst_cpu)[env.level].cache_nice_tries;
+    env.idle != CpuIdleType::NewlyIdle && failed > tries + 2
+}
+
+/// `sched_balance_rq()` / `load_balance()` of `dst` at domain `level`, with
+/// its counters also attributed to the domain level (`/proc/schedstat`
+/// domain lines).
+pub fn load_balance(
+    core: &mut SchedCore,
+    dst: CpuId,
+    level: usize,
+    idle: CpuIdleType,
+    now: u64,
+) -> LbResult {
+    let before = core.stats.lb;
+    let r = load_balance_one(core, dst, level, idle, now);
+    let delta = core.stats.lb.since(&before);
+    let name = core.topo.sd(dst)[level].name;
+    core.stats.lb_domain(name).accumulate(&delta);
+    r
+}
+
+fn load_balance_one(
+    core: &mut SchedCore,
+    dst: CpuId,
+    level: usize,
+    idle: CpuIdleType,
+    now: u64,
+) -> LbResult {
+    let mut env = LbEnv {
+        dst_cpu: dst,
+        level,
+        idle,
+        src_cpu: dst,
+        imbalance: 0,
+        migration_type: MigrationType::Load,
+        loop_max: core.cfg.tunables.nr_migrate,
+    };
+    core.stats.lb.lb_count += 1;
+    let mut res = LbResult {
+        moved: Vec::new(),
+        continue_balancing: true,
+    };
+    let balanced = 'find: {
+        if !should_we_balance(core, &env) {
+            res.continue_balancing = false;
+            break 'find true;
+        }
+        let Some(group) = find_busiest_group(core, &mut env) else {
+            core.stats.lb.lb_nobusyg += 1;
+            break 'find true;
+        };
+        let Some(src) = find_busiest_queue(core, &env, group) else {
+            core.stats.lb.lb_nobusyq += 1;
+            break 'find true;
+        };
+        env.src_cpu = src;
+        // rq_lock(busiest) + update_rq_clock(busiest).
+        core.update_rq_clock(src, now);
+        let reason = if idle == CpuIdleType::NewlyIdle {
+            MigrationReason::NewIdle
+        } else {
+            MigrationReason::Balance
+        };
+        if core.rqs[src].nr_running() > 1 {
+            env.loop_max = env.loop_max.min(core.rqs[src].nr_running());
+            res.moved = detach_tasks(core, &mut env, reason, now);
+        }
+        let min_interval = u64::from(core.topo.sd(dst)[level].min_interval_ms);
+        let st = &mut core.rqs[dst].sd[level];
+        if res.moved.is_empty() {
+            core.stats.lb.lb_failed += 1;
+            if idle != CpuIdleType::NewlyIdle {
+                st.nr_balance_failed += 1;
+            }
+            let mut active = false;
+            if need_active_balance(core, &env) {
+                if core.rqs[src].nr_running() > 1 && core.rqs[src].active_balance.is_none() {
+                    core.rqs[src].active_balance = Some(dst);
+                    core.stats.lb.alb_count += 1;
+                    core.resched_curr(src);
+                    active = true;
+                }
+                let tries = core.topo.sd(dst)[level].cache_nice_tries;
+                core.rqs[dst].sd[level].nr_balance_failed = tries + 1;
+            }
+            if !active || need_active_balance(core, &env) {
+                core.rqs[dst].sd[level].balance_interval_ms = min_interval;
+            }
+        } else {
+            core.stats.lb.lb_gained += res.moved.len() as u64;
+            st.nr_balance_failed = 0;
+            st.balance_interval_ms = min_interval;
+        }
+        false
+    };
+    if balanced {
+        core.stats.lb.lb_balanced += 1;
+        let max = u64::from(core.topo.sd(dst)[level].max_interval_ms);
+        let st = &mut core.rqs[dst].sd[level];
+        st.nr_balance_failed = 0;
+        if idle != CpuIdleType::NewlyIdle && st.balance_interval_ms < max {
+            st.balance_interval_ms *= 2;
+        }
+    }
+    res
+}
+
+/// `active_load_balance_cpu_stop()`: runs on the busiest CPU (from its
+/// schedule(), curr already put back) and pushes one task to `target`.
+pub fn active_load_balance_cpu_stop(
+    core: &mut SchedCore,
+    busiest: CpuId,
+    target: CpuId,
+    now: u64,
+) -> Option<Migration> {
+    if core.rqs[busiest].nr_running() <= 1 || busiest == target {
+        core.stats.lb.alb_failed += 1;
+        return None;
+    }
+    let level = core
+        .topo
+        .sd(target)
+        .iter()
+        .position(|d| d.span.contains(busiest))?;
+    let env = LbEnv {
+        dst_cpu: target,
+        level,
+        idle: CpuIdleType::Idle,
+        src_cpu: busiest,
+        imbalance: 1,
+        migration_type: MigrationType::Task,
+        loop_max: 1,
+    };
+    core.update_rq_clock(busiest, now);
+    for p in lru_tasks(core, busiest, usize::MAX) {
+        if can_migrate_task(core, &env, p, true) {
+            core.stats.lb.alb_pushed += 1;
+            return Some(core.move_queued_task(p, target, MigrationReason::Active, now));
+        }
+    }
+    core.stats.lb.alb_failed += 1;
+    None
+}

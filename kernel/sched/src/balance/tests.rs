@@ -1,0 +1,406 @@
+//! Load-balancing unit tests.
+
+use super::domains::{newidle_balance, rebalance_domains, sd_balance_interval_ns};
+use super::fbg::{find_busiest_group, sibling_imbalance};
+use super::lb::load_balance;
+use super::stats::{GroupType, SgLbStats, group_classify};
+use super::{CpuIdleType, LbEnv, MigrationType};
+use crate::CpuId;
+use crate::config::PickPolicy;
+use crate::sched::Scheduler;
+use crate::stats::{MigrationDistance, MigrationReason};
+use crate::task::{TaskId, TaskPolicy};
+use crate::testutil::{sched, spec};
+
+fn queue_on(s: &mut Scheduler, cpu: CpuId, n: usize, now: u64) -> Vec<TaskId> {
+    let v: Vec<TaskId> = (0..n)
+        .map(|_| {
+            s.wake_up_new_task_on(None, cpu, 0, TaskPolicy::Normal, now)
+                .task
+        })
+        .collect();
+    s.schedule(cpu, now);
+    v
+}
+
+#[test]
+fn classification() {
+    // 2 CPUs, 3 tasks, saturated util -> overloaded.
+    assert_eq!(
+        group_classify(117, 3, 2, 2048, 2048, 3072),
+        GroupType::Overloaded
+    );
+    // 3 tasks on 2 CPUs with low util and runnable -> still has capacity.
+    assert_eq!(
+        group_classify(117, 3, 2, 2048, 500, 600),
+        GroupType::HasSpare
+    );
+    // nr == weight, util near capacity -> fully busy.
+    assert_eq!(
+        group_classify(117, 2, 2, 2048, 1900, 2048),
+        GroupType::FullyBusy
+    );
+    assert_eq!(
+        group_classify(117, 1, 2, 2048, 1900, 2048),
+        GroupType::HasSpare
+    );
+}
+
+#[test]
+fn sibling_imbalance_equalizes_tasks_per_core() {
+    let env = LbEnv {
+        dst_cpu: 0,
+        level: 0,
+        idle: CpuIdleType::Idle,
+        src_cpu: 0,
+        imbalance: 0,
+        migration_type: MigrationType::Task,
+        loop_max: 32,
+    };
+    let g = |nr: u32, cores: u32| SgLbStats {
+        sum_nr_running: nr,
+        cores,
+        ..Default::default()
+    };
+    assert_eq!(sibling_imbalance(&env, &g(4, 2), &g(0, 2)), 4);
+    assert_eq!(sibling_imbalance(&env, &g(4, 4), &g(1, 2)), 2); // (2*4-4*1)=4 -> (8+6)/6 = 2
+    assert_eq!(sibling_imbalance(&env, &g(2, 4), &g(0, 1)), 2); // rounds to 1, empty local -> 2
+    let busy = LbEnv {
+        idle: CpuIdleType::NotIdle,
+        ..env
+    };
+    assert_eq!(sibling_imbalance(&busy, &g(4, 2), &g(0, 2)), 0);
+}
+
+#[test]
+fn idle_cpu_pulls_from_overloaded_cpu() {
+    let mut s = sched(&spec(1, 4, 1, 1), PickPolicy::Cfs, "");
+    queue_on(&mut s, 0, 3, 1000);
+    let r = load_balance(&mut s.core, 1, 0, CpuIdleType::Idle, 2_000_000);
+    assert_eq!(r.moved.len(), 1, "{:?}", s.core.stats.lb);
+    let m = r.moved[0];
+    assert_eq!((m.from, m.to, m.reason), (0, 1, MigrationReason::Balance));
+    assert_eq!(s.core.rqs[1].nr_running(), 1);
+    assert_eq!(s.core.rqs[0].nr_running(), 2);
+    assert_eq!(
+        s.core
+            .stats
+            .migrations
+            .by_distance(MigrationDistance::SameLlc),
+        1
+    );
+    assert_eq!(s.core.stats.lb.lb_gained, 1);
+    assert!(s.core.rqs[1].need_resched, "dst is kicked");
+    assert_eq!(s.core.stats.lb_by_domain.len(), 1);
+    assert_eq!(s.core.stats.lb_by_domain[0].0, "MC");
+    assert_eq!(s.core.stats.lb_by_domain[0].1.lb_gained, 1);
+}
+
+#[test]
+fn balanced_domain_backs_off() {
+    let mut s = sched(&spec(1, 4, 1, 1), PickPolicy::Cfs, "");
+    for cpu in 0..4 {
+        queue_on(&mut s, cpu, 1, 1000);
+    }
+    let mut env = LbEnv {
+        dst_cpu: 1,
+        level: 0,
+        idle: CpuIdleType::NotIdle,
+        src_cpu: 1,
+        imbalance: 0,
+        migration_type: MigrationType::Load,
+        loop_max: 32,
+    };
+    assert_eq!(find_busiest_group(&mut s.core, &mut env), None);
+    let before = s.core.rqs[0].sd[0].balance_interval_ms;
+    load_balance(&mut s.core, 0, 0, CpuIdleType::NotIdle, 2_000_000);
+    assert_eq!(s.core.rqs[0].sd[0].balance_interval_ms, 2 * before);
+    assert_eq!(s.core.stats.lb.lb_balanced, 1);
+    // Busy CPUs balance busy_factor (16) times less often.
+    let idle_iv = sd_balance_interval_ns(&s.core, 0, 0, false);
+    let busy_iv = sd_balance_interval_ns(&s.core, 0, 0, true);
+    assert_eq!(busy_iv, 16 * idle_iv - 1_000_000);
+}
+
+#[test]
+fn cache_hot_task_stays_until_balancing_keeps_failing() {
+    let mut s = sched(&spec(1, 4, 1, 1), PickPolicy::Cfs, "");
+    let ts = queue_on(&mut s, 0, 2, 1000);
+    let waiting = ts
+        .iter()
+        .copied()
+        .find(|&t| s.current(0) != Some(t))
+        .unwrap();
+    let now = 10_000_000;
+    s.core.tasks[waiting].se.exec_start = now - 100_000;
+    s.core.rqs[0].clock = now;
+    let r = load_balance(&mut s.core, 1, 0, CpuIdleType::Idle, now);
+    assert!(r.moved.is_empty());
+    assert_eq!(s.core.stats.lb.lb_failed_hot, 1);
+    assert_eq!(s.core.rqs[1].sd[0].nr_balance_failed, 1);
+    let r = load_balance(&mut s.core, 1, 0, CpuIdleType::Idle, now);
+    assert!(
+        r.moved.is_empty(),
+        "cache_nice_tries = 1 failure still allowed"
+    );
+    let r = load_balance(&mut s.core, 1, 0, CpuIdleType::Idle, now);
+    assert_eq!(
+        r.moved.len(),
+        1,
+        "forced after nr_balance_failed > cache_nice_tries"
+    );
+    assert_eq!(s.core.stats.lb.lb_hot_gained, 1);
+}
+
+#[test]
+fn active_balance_pushes_the_running_task() {
+    let mut s = sched(&spec(1, 4, 1, 1), PickPolicy::Cfs, "");
+    let runner = queue_on(&mut s, 0, 1, 1000)[0];
+    let kt = s
+        .wake_up_new_task_on(None, 0, 0, TaskPolicy::Normal, 1000)
+        .task;
+    s.set_percpu_kthread(kt, true);
+    assert_eq!(s.current(0), Some(runner));
+    for i in 0..5 {
+        load_balance(&mut s.core, 1, 0, CpuIdleType::Idle, 2_000_000 + i);
+    }
+    assert_eq!(s.core.stats.lb.alb_count, 1);
+    assert_eq!(s.core.rqs[0].active_balance, Some(1));
+    assert!(s.need_resched(0));
+    let sw = s.schedule(0, 3_000_000);
+    assert_eq!(sw.migrations.len(), 1);
+    assert_eq!(sw.migrations[0].task, runner);
+    assert_eq!(sw.migrations[0].reason, MigrationReason::Active);
+    assert_eq!(sw.next, Some(kt));
+    assert_eq!(s.core.stats.lb.alb_pushed, 1);
+}
+
+#[test]
+fn newidle_pulls_when_going_idle() {
+    let mut s = sched(&spec(1, 4, 1, 1), PickPolicy::Eevdf, "");
+    queue_on(&mut s, 0, 3, 1000);
+    let t1 = queue_on(&mut s, 1, 1, 1000)[0];
+    assert_eq!(s.current(1), Some(t1));
+    s.block(1, 5_000_000);
+    let sw = s.schedule(1, 5_000_000);
+    assert_eq!(sw.migrations.len(), 1, "{:?}", s.core.stats.lb);
+    assert_eq!(sw.migrations[0].reason, MigrationReason::NewIdle);
+    assert!(sw.next.is_some());
+    assert_eq!(s.core.stats.lb.newidle_pulled, 1);
+    // cpu0 still has 2 tasks: idle cpu2 pulls the waiting one.
+    assert_eq!(newidle_balance(&mut s.core, 2, 6_000_000).len(), 1);
+    // Now no CPU is overloaded: newidle is skipped.
+    assert!(newidle_balance(&mut s.core, 3, 7_000_000).is_empty());
+    assert_eq!(s.core.stats.lb.newidle_skipped, 1);
+}
+
+#[test]
+fn sched_exec_moves_the_exec_ing_task_to_an_idle_node() {
+    let mut s = sched(&spec(2, 2, 1, 2), PickPolicy::Eevdf, "");
+    let ts = queue_on(&mut s, 0, 2, 1000);
+    let runner = s.current(0).unwrap();
+    let dest = s.sched_exec(0, 2000).expect("an idle CPU elsewhere");
+    assert_ne!(dest, 0);
+    assert!(s.need_resched(0));
+    let sw = s.schedule(0, 2000);
+    assert_eq!(sw.migrations.len(), 1);
+    assert_eq!(
+        (sw.migrations[0].task, sw.migrations[0].reason),
+        (runner, MigrationReason::Exec)
+    );
+    assert_eq!(s.task(runner).cpu, dest);
+    assert!(ts.contains(&runner));
+    // Nothing to gain: exec on a machine where this CPU is the idlest stays.
+    let mut s1 = sched(&spec(1, 1, 1, 1), PickPolicy::Cfs, "");
+    queue_on(&mut s1, 0, 1, 10);
+    assert_eq!(s1.sched_exec(0, 20), None);
+}
+
+#[test]
+fn periodic_balance_spreads_across_numa_nodes() {
+    let mut s = sched(&spec(2, 2, 1, 2), PickPolicy::Cfs, "");
+    let ts = queue_on(&mut s, 0, 4, 1000);
+    // Let util/runnable saturate so the source group is overloaded.
+    for t in 1..=200u64 {
+        let now = t * 1_000_000;
+        for cpu in 0..4 {
+            let r = s.tick(cpu, now);
+            if r.need_resched {
+                s.schedule(cpu, now);
+            }
+            for c in r.resched {
+                if c != cpu {
+                    s.schedule(c, now);
+                }
+            }
+        }
+    }
+    let per_cpu: Vec<u32> = (0..4).map(|c| s.core.rqs[c].nr_running()).collect();
+    assert_eq!(per_cpu, vec![1, 1, 1, 1], "{:?}", s.core.stats.lb);
+    assert!(
+        s.core
+            .stats
+            .migrations
+            .by_distance(MigrationDistance::OtherNode)
+            >= 1
+    );
+    let _ = ts;
+    assert!(rebalance_domains(&mut s.core, 3, 300_000_000).is_empty());
+}
+
+#[test]
+fn pick_busiest_prefers_busier_types_then_fewer_idle_cpus() {
+    use super::stats::update_sd_pick_busiest;
+    let g = |t: GroupType, idle: u32, nr: u32, avg: u64| SgLbStats {
+        group_type: t,
+        idle_cpus: idle,
+        sum_nr_running: nr,
+        sum_h_nr_running: nr,
+        avg_load: avg,
+        ..Default::default()
+    };
+    let spare = g(GroupType::HasSpare, 1, 1, 0);
+    assert!(update_sd_pick_busiest(None, &spare));
+    assert!(
+        !update_sd_pick_busiest(None, &g(GroupType::HasSpare, 2, 0, 0)),
+        "no tasks"
+    );
+    assert!(update_sd_pick_busiest(
+        Some(&spare),
+        &g(GroupType::Overloaded, 0, 3, 10)
+    ));
+    assert!(!update_sd_pick_busiest(
+        Some(&g(GroupType::Overloaded, 0, 3, 10)),
+        &spare
+    ));
+    assert!(
+        update_sd_pick_busiest(Some(&spare), &g(GroupType::HasSpare, 0, 1, 0)),
+        "fewer idle"
+    );
+    assert!(
+        update_sd_pick_busiest(Some(&spare), &g(GroupType::HasSpare, 1, 2, 0)),
+        "tie: more tasks"
+    );
+    assert!(!update_sd_pick_busiest(
+        Some(&spare),
+        &g(GroupType::HasSpare, 1, 1, 0)
+    ));
+    let ov = g(GroupType::Overloaded, 0, 3, 10);
+    assert!(update_sd_pick_busiest(
+        Some(&ov),
+        &g(GroupType::Overloaded, 0, 3, 11)
+    ));
+    assert!(!update_sd_pick_busiest(
+        Some(&ov),
+        &g(GroupType::Overloaded, 0, 9, 10)
+    ));
+}
+
+#[test]
+fn should_we_balance_elects_one_cpu_per_group() {
+    use super::lb::should_we_balance;
+    // 1 socket x 2 cores x 2 threads: at MC level groups are the cores.
+    let mut s = sched(&spec(1, 2, 2, 1), PickPolicy::Cfs, "");
+    let env = |dst: CpuId, idle| LbEnv {
+        dst_cpu: dst,
+        level: 1,
+        idle,
+        src_cpu: dst,
+        imbalance: 0,
+        migration_type: MigrationType::Task,
+        loop_max: 32,
+    };
+    // All idle: cpu0 is the first idle CPU of core {0,1}.
+    assert!(should_we_balance(&s.core, &env(0, CpuIdleType::Idle)));
+    assert!(!should_we_balance(&s.core, &env(1, CpuIdleType::Idle)));
+    // cpu0 busy: its idle sibling cpu1 balances for the group.
+    queue_on(&mut s, 0, 1, 10);
+    assert!(should_we_balance(&s.core, &env(1, CpuIdleType::Idle)));
+    // Newly idle: always, unless there is work.
+    assert!(should_we_balance(&s.core, &env(3, CpuIdleType::NewlyIdle)));
+    assert!(!should_we_balance(&s.core, &env(0, CpuIdleType::NewlyIdle)));
+    // Everyone busy: the group's first CPU.
+    queue_on(&mut s, 1, 1, 10);
+    assert!(should_we_balance(&s.core, &env(0, CpuIdleType::NotIdle)));
+    assert!(!should_we_balance(&s.core, &env(1, CpuIdleType::NotIdle)));
+}
+
+#[test]
+fn busiest_queue_by_migration_type() {
+    use super::fbg::find_busiest_queue;
+    let mut s = sched(&spec(1, 4, 1, 1), PickPolicy::Cfs, "");
+    queue_on(&mut s, 1, 3, 10);
+    queue_on(&mut s, 2, 2, 10);
+    queue_on(&mut s, 3, 1, 10);
+    s.core.rqs[2].cfs.avg.load_avg = 5000;
+    s.core.rqs[1].cfs.avg.load_avg = 3000;
+    s.core.rqs[3].cfs.avg.load_avg = 9000;
+    s.core.rqs[2].cfs.avg.util_avg = 900;
+    s.core.rqs[1].cfs.avg.util_avg = 800;
+    // Groups at MC level are single CPUs: group index == cpu here.
+    let mut env = LbEnv {
+        dst_cpu: 0,
+        level: 0,
+        idle: CpuIdleType::Idle,
+        src_cpu: 0,
+        imbalance: 4000,
+        migration_type: MigrationType::Task,
+        loop_max: 32,
+    };
+    let group_of = |s: &Scheduler, cpu: CpuId| {
+        s.core.topo.sd(0)[0]
+            .groups
+            .iter()
+            .position(|g| g.span.contains(cpu))
+            .unwrap()
+    };
+    assert_eq!(find_busiest_queue(&s.core, &env, group_of(&s, 1)), Some(1));
+    env.migration_type = MigrationType::Load;
+    // A lone task heavier than the imbalance is not worth moving.
+    assert_eq!(find_busiest_queue(&s.core, &env, group_of(&s, 3)), None);
+    assert_eq!(find_busiest_queue(&s.core, &env, group_of(&s, 2)), Some(2));
+    env.migration_type = MigrationType::Util;
+    assert_eq!(
+        find_busiest_queue(&s.core, &env, group_of(&s, 3)),
+        None,
+        "util: single task CPUs skipped"
+    );
+}
+
+#[test]
+fn task_hot_rules() {
+    use super::lb::task_hot;
+    let mut s = sched(&spec(1, 2, 2, 1), PickPolicy::Cfs, "");
+    let ts = queue_on(&mut s, 0, 2, 10);
+    let waiting = ts
+        .iter()
+        .copied()
+        .find(|&t| s.current(0) != Some(t))
+        .unwrap();
+    s.core.rqs[0].clock = 1_000_000;
+    s.core.tasks[waiting].se.exec_start = 900_000;
+    let mc = LbEnv {
+        dst_cpu: 2,
+        level: 1,
+        idle: CpuIdleType::Idle,
+        src_cpu: 0,
+        imbalance: 1,
+        migration_type: MigrationType::Task,
+        loop_max: 32,
+    };
+    assert!(task_hot(&s.core, &mc, waiting), "ran 100us ago");
+    let smt = LbEnv {
+        dst_cpu: 1,
+        level: 0,
+        ..mc
+    };
+    assert!(
+        !task_hot(&s.core, &smt, waiting),
+        "SMT siblings share the cache"
+    );
+    s.core.tasks[waiting].se.exec_start = 400_000;
+    assert!(
+        !task_hot(&s.core, &mc, waiting),
+        "older than migration_cost"
+    );
+}

@@ -1,0 +1,183 @@
+//! Classic CFS (Linux <= 6.5): slices, placement, tick and wakeup preemption,
+//! buddies.
+//!
+//! Mirrors `sched_period()`, `sched_slice()`, `sched_vslice()`,
+//! `place_entity()` (GENTLE_FAIR_SLEEPERS, START_DEBIT), `check_preempt_tick()`,
+//! `wakeup_gran()`, `wakeup_preempt_entity()`, `check_preempt_wakeup()` and
+//! the buddy-aware `pick_next_entity()` of v5.11.
+
+use super::cfs_rq::CfsRq;
+use super::entity::{clear_buddies, update_curr};
+use crate::config::SchedConfig;
+use crate::features::Feat;
+use crate::task::{TaskArena, TaskId, TaskPolicy};
+use crate::weight::{LoadWeight, calc_delta, calc_delta_fair};
+
+/// `__sched_period(nr_running)`.
+pub fn sched_period(cfg: &SchedConfig, nr_running: u64) -> u64 {
+    let t = &cfg.tunables;
+    if nr_running > t.nr_latency {
+        nr_running * t.min_granularity_ns
+    } else {
+        t.sched_latency_ns
+    }
+}
+
+/// `sched_slice(cfs_rq, se)`: the wall-time share of one period.
+pub fn sched_slice(cfs: &CfsRq, tasks: &TaskArena, cfg: &SchedConfig, id: TaskId) -> u64 {
+    let se = &tasks[id].se;
+    let nr = u64::from(cfs.nr_running) + u64::from(!se.on_rq);
+    let slice = sched_period(cfg, nr);
+    let mut load: LoadWeight = cfs.load;
+    if !se.on_rq {
+        load.add(se.load.weight);
+    }
+    calc_delta(slice, se.load.weight, &load)
+}
+
+/// `sched_vslice()`: the slice in virtual time.
+pub fn sched_vslice(cfs: &CfsRq, tasks: &TaskArena, cfg: &SchedConfig, id: TaskId) -> u64 {
+    calc_delta_fair(sched_slice(cfs, tasks, cfg, id), &tasks[id].se.load)
+}
+
+/// `place_entity(cfs_rq, se, initial)` (CFS form).
+pub fn place_entity(
+    cfs: &CfsRq,
+    tasks: &mut TaskArena,
+    cfg: &SchedConfig,
+    id: TaskId,
+    initial: bool,
+) {
+    let mut vruntime = cfs.min_vruntime;
+    if initial && cfg.features.has(Feat::StartDebit) {
+        vruntime += sched_vslice(cfs, tasks, cfg, id);
+    }
+    if !initial {
+        let mut thresh = cfg.tunables.sched_latency_ns;
+        if cfg.features.has(Feat::GentleFairSleepers) {
+            thresh >>= 1;
+        }
+        vruntime = vruntime.saturating_sub(thresh);
+    }
+    let se = &mut tasks[id].se;
+    se.vruntime = se.vruntime.max(vruntime);
+}
+
+/// `check_preempt_tick()`: should curr be preempted at this tick?
+pub fn check_preempt_tick(
+    cfs: &mut CfsRq,
+    tasks: &TaskArena,
+    cfg: &SchedConfig,
+    curr: TaskId,
+) -> bool {
+    let ideal = sched_slice(cfs, tasks, cfg, curr);
+    let se = &tasks[curr].se;
+    let delta_exec = se.sum_exec_runtime - se.prev_sum_exec_runtime;
+    if delta_exec > ideal {
+        clear_buddies(cfs, curr);
+        return true;
+    }
+    if delta_exec < cfg.tunables.min_granularity_ns {
+        return false;
+    }
+    let Some((left_v, _)) = cfs.timeline.first() else {
+        return false;
+    };
+    let delta = se.vruntime as i64 - left_v as i64;
+    delta > 0 && delta as u64 > ideal
+}
+
+/// `wakeup_gran(se)`: the wakeup granularity in `se`'s virtual time.
+pub fn wakeup_gran(cfg: &SchedConfig, se_load: &LoadWeight) -> u64 {
+    calc_delta_fair(cfg.tunables.wakeup_granularity_ns, se_load)
+}
+
+/// `wakeup_preempt_entity(curr, se)`: -1, 0 or 1.
+pub fn wakeup_preempt_entity(
+    cfg: &SchedConfig,
+    curr_v: u64,
+    se_v: u64,
+    se_load: &LoadWeight,
+) -> i32 {
+    let vdiff = curr_v as i64 - se_v as i64;
+    if vdiff <= 0 {
+        return -1;
+    }
+    if vdiff as u64 > wakeup_gran(cfg, se_load) {
+        return 1;
+    }
+    0
+}
+
+/// `check_preempt_wakeup()` (CFS): should the waking `p` preempt `curr`?
+pub fn check_preempt_wakeup(
+    cfs: &mut CfsRq,
+    tasks: &mut TaskArena,
+    cfg: &SchedConfig,
+    curr: TaskId,
+    p: TaskId,
+    is_fork: bool,
+    now: u64,
+) -> bool {
+    if curr == p {
+        return false;
+    }
+    let scale = u64::from(cfs.nr_running) >= cfg.tunables.nr_latency;
+    let mut next_buddy_marked = false;
+    if cfg.features.has(Feat::NextBuddy) && scale && !is_fork {
+        cfs.next = Some(p);
+        next_buddy_marked = true;
+    }
+    if tasks[curr].policy == TaskPolicy::Idle && tasks[p].policy != TaskPolicy::Idle {
+        return true;
+    }
+    if tasks[p].policy != TaskPolicy::Normal || !cfg.features.has(Feat::WakeupPreemption) {
+        return false;
+    }
+    update_curr(cfs, tasks, cfg, now);
+    let (cv, pv) = (tasks[curr].se.vruntime, tasks[p].se.vruntime);
+    if wakeup_preempt_entity(cfg, cv, pv, &tasks[p].se.load) == 1 {
+        if !next_buddy_marked {
+            cfs.next = Some(p);
+        }
+        if cfg.features.has(Feat::LastBuddy) && scale && tasks[curr].se.on_rq {
+            cfs.last = Some(curr);
+        }
+        return true;
+    }
+    false
+}
+
+/// `yield_task_fair()` (CFS): mark curr as the skip buddy.
+pub fn yield_task(cfs: &mut CfsRq, curr: TaskId) {
+    if cfs.nr_running > 1 {
+        cfs.skip = Some(curr);
+    }
+}
+
+/// `pick_next_entity()` (CFS, curr already put back): leftmost, unless a
+/// next/last buddy is not too far right of it.
+pub fn pick_next_entity(cfs: &mut CfsRq, tasks: &TaskArena, cfg: &SchedConfig) -> Option<TaskId> {
+    let (left_v, left) = cfs.timeline.first()?;
+    let mut se = left;
+    // A yielding task is skipped if the runner-up is not too far right.
+    if cfs.skip == Some(left)
+        && let Some((second_v, second)) = cfs.timeline.next_after(left_v, left)
+        && wakeup_preempt_entity(cfg, second_v, left_v, &tasks[left].se.load) < 1
+    {
+        se = second;
+    }
+    let buddy_ok = |b: TaskId| {
+        let bse = &tasks[b].se;
+        bse.on_rq && wakeup_preempt_entity(cfg, bse.vruntime, left_v, &tasks[left].se.load) < 1
+    };
+    if se != left {
+        // Skipped the yielding leftmost: buddies do not override that.
+    } else if let Some(n) = cfs.next.filter(|&n| buddy_ok(n)) {
+        se = n;
+    } else if let Some(l) = cfs.last.filter(|&l| buddy_ok(l)) {
+        se = l;
+    }
+    clear_buddies(cfs, se);
+    Some(se)
+}

@@ -1,0 +1,186 @@
+//! The fair runqueue (`struct cfs_rq`) and its timeline bookkeeping.
+//!
+//! Holds the queued-but-not-running entities in a [`Timeline`], `curr`
+//! outside the tree (Linux's structural rule), the load sum, `min_vruntime`
+//! and EEVDF's `avg_vruntime`/`avg_load` sums. Mirrors `__enqueue_entity`,
+//! `__dequeue_entity`, `avg_vruntime_add/sub`, `avg_vruntime()`,
+//! `vruntime_eligible()` and `update_min_vruntime()`.
+
+use super::timeline::Timeline;
+use crate::PickPolicy;
+use crate::pelt::{Removed, SchedAvg};
+use crate::task::{TaskArena, TaskId, TaskPolicy};
+use crate::weight::LoadWeight;
+
+/// Initial `min_vruntime`: far from 0 so entities placed left of it (sleeper
+/// credit, positive lag) never underflow the u64 clock.
+pub const MIN_VRUNTIME_START: u64 = 1 << 40;
+
+/// `struct cfs_rq` of one CPU (no group scheduling).
+#[derive(Clone, Debug)]
+pub struct CfsRq {
+    /// Queued entities except `curr`.
+    pub timeline: Timeline,
+    /// The running entity (kept out of the tree).
+    pub curr: Option<TaskId>,
+    /// Σ weights of entities on the queue, including curr.
+    pub load: LoadWeight,
+    /// Entities on the queue including curr (`nr_running` / `h_nr_running`).
+    pub nr_running: u32,
+    /// SCHED_IDLE entities among them (`h_nr_idle`).
+    pub nr_idle: u32,
+    /// Monotonic minimum virtual runtime.
+    pub min_vruntime: u64,
+    /// Σ (v_i - min_vruntime) * w_i over tree entities (EEVDF).
+    pub avg_vruntime: i128,
+    /// Σ w_i over tree entities (EEVDF).
+    pub avg_load: u64,
+    /// PELT averages of the queue.
+    pub avg: SchedAvg,
+    /// Pending removals.
+    pub removed: Removed,
+    /// Next buddy.
+    pub next: Option<TaskId>,
+    /// Last buddy (CFS).
+    pub last: Option<TaskId>,
+    /// Skip buddy (CFS `sched_yield`).
+    pub skip: Option<TaskId>,
+}
+
+impl Default for CfsRq {
+    fn default() -> Self {
+        CfsRq {
+            timeline: Timeline::new(),
+            curr: None,
+            load: LoadWeight::default(),
+            nr_running: 0,
+            nr_idle: 0,
+            min_vruntime: MIN_VRUNTIME_START,
+            avg_vruntime: 0,
+            avg_load: 0,
+            avg: SchedAvg::default(),
+            removed: Removed::default(),
+            next: None,
+            last: None,
+            skip: None,
+        }
+    }
+}
+
+/// The tree key of an entity under a pick policy.
+pub fn tree_key(policy: PickPolicy, vruntime: u64, deadline: u64) -> u64 {
+    match policy {
+        PickPolicy::Cfs => vruntime,
+        PickPolicy::Eevdf => deadline,
+    }
+}
+
+impl CfsRq {
+    /// `entity_key()`: vruntime relative to min_vruntime.
+    pub fn entity_key(&self, vruntime: u64) -> i64 {
+        vruntime.wrapping_sub(self.min_vruntime) as i64
+    }
+
+    /// `__enqueue_entity` + `avg_vruntime_add`.
+    pub fn tree_insert(&mut self, policy: PickPolicy, tasks: &TaskArena, id: TaskId) {
+        let se = &tasks[id].se;
+        let w = se.load.weight;
+        self.avg_vruntime += i128::from(self.entity_key(se.vruntime)) * i128::from(w);
+        self.avg_load += w;
+        self.timeline
+            .insert(tree_key(policy, se.vruntime, se.deadline), id, se.vruntime);
+    }
+
+    /// `__dequeue_entity` + `avg_vruntime_sub`.
+    pub fn tree_remove(&mut self, policy: PickPolicy, tasks: &TaskArena, id: TaskId) {
+        let se = &tasks[id].se;
+        let w = se.load.weight;
+        let found = self
+            .timeline
+            .remove(tree_key(policy, se.vruntime, se.deadline), id);
+        debug_assert!(found, "entity {id:?} not in tree");
+        self.avg_vruntime -= i128::from(self.entity_key(se.vruntime)) * i128::from(w);
+        self.avg_load -= w;
+    }
+
+    /// `account_entity_enqueue`.
+    pub fn account_enqueue(&mut self, tasks: &TaskArena, id: TaskId) {
+        self.load.add(tasks[id].weight());
+        self.nr_running += 1;
+        if tasks[id].policy == TaskPolicy::Idle {
+            self.nr_idle += 1;
+        }
+    }
+
+    /// `account_entity_dequeue`.
+    pub fn account_dequeue(&mut self, tasks: &TaskArena, id: TaskId) {
+        self.load.sub(tasks[id].weight());
+        self.nr_running -= 1;
+        if tasks[id].policy == TaskPolicy::Idle {
+            self.nr_idle -= 1;
+        }
+    }
+
+    /// curr's (key·w, w) term if curr is on the queue.
+    fn curr_term(&self, tasks: &TaskArena) -> (i128, u64) {
+        match self.curr.map(|c| &tasks[c].se) {
+            Some(se) if se.on_rq => {
+                let w = se.load.weight;
+                (i128::from(self.entity_key(se.vruntime)) * i128::from(w), w)
+            }
+            _ => (0, 0),
+        }
+    }
+
+    /// `avg_vruntime()`: the zero-lag virtual time V, rounded toward -inf.
+    pub fn avg_vruntime(&self, tasks: &TaskArena) -> u64 {
+        let (ct, cw) = self.curr_term(tasks);
+        let mut avg = self.avg_vruntime + ct;
+        let load = i128::from(self.avg_load + cw);
+        if load != 0 {
+            if avg < 0 {
+                avg -= load - 1;
+            }
+            avg /= load;
+        }
+        self.min_vruntime.wrapping_add(avg as i64 as u64)
+    }
+
+    /// `vruntime_eligible()`: lag >= 0, computed without division.
+    pub fn vruntime_eligible(&self, tasks: &TaskArena, vruntime: u64) -> bool {
+        let (ct, cw) = self.curr_term(tasks);
+        let avg = self.avg_vruntime + ct;
+        let load = i128::from(self.avg_load + cw);
+        avg >= i128::from(self.entity_key(vruntime)) * load
+    }
+
+    /// `update_min_vruntime()`: never moves backwards; shifts avg_vruntime.
+    pub fn update_min_vruntime(&mut self, policy: PickPolicy, tasks: &TaskArena) {
+        let mut v = self.min_vruntime;
+        let mut have_curr = false;
+        if let Some(c) = self.curr {
+            let se = &tasks[c].se;
+            if se.on_rq {
+                v = se.vruntime;
+                have_curr = true;
+            }
+        }
+        let tree_min = match policy {
+            PickPolicy::Cfs => self.timeline.first().map(|(k, _)| k),
+            PickPolicy::Eevdf => self.timeline.min_aux(),
+        };
+        if let Some(m) = tree_min {
+            v = if have_curr { v.min(m) } else { m };
+        }
+        if v > self.min_vruntime {
+            let d = v - self.min_vruntime;
+            self.avg_vruntime -= i128::from(self.avg_load) * i128::from(d);
+            self.min_vruntime = v;
+        }
+    }
+
+    /// `cfs_rq->nr_queued` of tree entities + curr: whether anything is runnable.
+    pub fn has_runnable(&self) -> bool {
+        self.nr_running > 0
+    }
+}

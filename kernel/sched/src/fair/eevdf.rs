@@ -1,0 +1,164 @@
+//! EEVDF (Linux 6.6+): deadlines, lag, lag-preserving placement, eligible
+//! earliest-deadline pick, RUN_TO_PARITY and wakeup preemption.
+//!
+//! Mirrors `update_deadline()`, `update_entity_lag()`, `place_entity()`
+//! (PLACE_LAG, PLACE_DEADLINE_INITIAL, PLACE_REL_DEADLINE), `pick_eevdf()`,
+//! `pick_next_entity()` (PICK_BUDDY) and `check_preempt_wakeup_fair()`.
+
+use super::cfs_rq::CfsRq;
+use super::entity::{EnqueueFlags, update_curr};
+use crate::config::SchedConfig;
+use crate::features::Feat;
+use crate::task::{SchedEntity, TaskArena, TaskId, TaskPolicy};
+use crate::weight::calc_delta_fair;
+
+/// `update_deadline()`: when curr reaches its deadline, request a new slice.
+/// Returns true if a reschedule is needed.
+pub fn update_deadline(cfg: &SchedConfig, nr_running: u32, se: &mut SchedEntity) -> bool {
+    if (se.vruntime as i64).wrapping_sub(se.deadline as i64) < 0 {
+        return false;
+    }
+    se.slice = cfg.tunables.base_slice_ns;
+    se.deadline = se.vruntime + calc_delta_fair(se.slice, &se.load);
+    nr_running > 1
+}
+
+/// `update_entity_lag()`: vlag = V - v_i, clamped to the slice-based limit.
+pub fn update_entity_lag(cfs: &CfsRq, tasks: &mut TaskArena, cfg: &SchedConfig, id: TaskId) {
+    let v = cfs.avg_vruntime(tasks);
+    let se = &mut tasks[id].se;
+    let vlag = v.wrapping_sub(se.vruntime) as i64;
+    let limit = calc_delta_fair((2 * se.slice).max(cfg.tunables.tick_ns), &se.load) as i64;
+    se.vlag = vlag.clamp(-limit, limit);
+}
+
+/// `place_entity()` (EEVDF form).
+pub fn place_entity(
+    cfs: &CfsRq,
+    tasks: &mut TaskArena,
+    cfg: &SchedConfig,
+    id: TaskId,
+    flags: EnqueueFlags,
+) {
+    let v = cfs.avg_vruntime(tasks);
+    let curr_w = cfs
+        .curr
+        .filter(|&c| c != id && tasks[c].se.on_rq)
+        .map_or(0, |c| tasks[c].se.load.weight);
+    let se = &mut tasks[id].se;
+    se.slice = cfg.tunables.base_slice_ns;
+    let mut vslice = calc_delta_fair(se.slice, &se.load);
+    let mut lag: i64 = 0;
+    if cfg.features.has(Feat::PlaceLag) && cfs.nr_running > 0 && se.vlag != 0 {
+        let load = (cfs.avg_load + curr_w).max(1);
+        let w = se.load.weight;
+        lag = (i128::from(se.vlag) * i128::from(load + w) / i128::from(load)) as i64;
+    }
+    se.vruntime = v.wrapping_sub(lag as u64);
+    if se.rel_deadline {
+        se.deadline = se.deadline.wrapping_add(se.vruntime);
+        se.rel_deadline = false;
+        return;
+    }
+    if flags.initial && cfg.features.has(Feat::PlaceDeadlineInitial) {
+        vslice /= 2;
+    }
+    se.deadline = se.vruntime + vslice;
+}
+
+fn protected(se: &SchedEntity) -> bool {
+    se.vprot == Some(se.deadline)
+}
+
+/// `yield_task_fair()` (EEVDF): push curr's deadline back by one request.
+pub fn yield_task(se: &mut SchedEntity) {
+    se.deadline += calc_delta_fair(se.slice, &se.load);
+    se.vprot = None;
+}
+
+/// `pick_eevdf()`: the eligible entity with the earliest virtual deadline,
+/// considering curr (which is outside the tree).
+pub fn pick_eevdf(cfs: &CfsRq, tasks: &TaskArena, cfg: &SchedConfig) -> Option<TaskId> {
+    let mut curr = cfs.curr.filter(|&c| tasks[c].se.on_rq);
+    if cfs.nr_running == 1 {
+        return curr.or_else(|| cfs.timeline.first().map(|(_, id)| id));
+    }
+    if let Some(c) = curr
+        && !cfs.vruntime_eligible(tasks, tasks[c].se.vruntime)
+    {
+        curr = None;
+    }
+    if let Some(c) = curr
+        && cfg.features.has(Feat::RunToParity)
+        && protected(&tasks[c].se)
+    {
+        return Some(c);
+    }
+    let mut best = cfs
+        .timeline
+        .first_matching_aux(|v| cfs.vruntime_eligible(tasks, v))
+        .map(|(_, id)| id);
+    if let Some(c) = curr {
+        match best {
+            Some(b)
+                if (tasks[c].se.deadline as i64).wrapping_sub(tasks[b].se.deadline as i64) >= 0 => {
+            }
+            _ => best = Some(c),
+        }
+    }
+    // A tree-only fallback keeps the core work-conserving should rounding
+    // ever leave no entity eligible (Linux warns in that case).
+    best.or_else(|| cfs.timeline.first().map(|(_, id)| id))
+}
+
+/// `pick_next_entity()` (EEVDF, curr already put back): an eligible next
+/// buddy first (PICK_BUDDY), else `pick_eevdf`.
+pub fn pick_next_entity(cfs: &mut CfsRq, tasks: &TaskArena, cfg: &SchedConfig) -> Option<TaskId> {
+    if cfg.features.has(Feat::PickBuddy)
+        && let Some(n) = cfs.next
+        && tasks[n].se.on_rq
+        && cfs.vruntime_eligible(tasks, tasks[n].se.vruntime)
+    {
+        cfs.next = None;
+        return Some(n);
+    }
+    let se = pick_eevdf(cfs, tasks, cfg);
+    if let Some(s) = se {
+        super::entity::clear_buddies(cfs, s);
+    }
+    se
+}
+
+/// `check_preempt_wakeup_fair()` (EEVDF): should waking `p` preempt `curr`?
+pub fn check_preempt_wakeup(
+    cfs: &mut CfsRq,
+    tasks: &mut TaskArena,
+    cfg: &SchedConfig,
+    curr: TaskId,
+    p: TaskId,
+    is_fork: bool,
+    now: u64,
+) -> bool {
+    if curr == p {
+        return false;
+    }
+    if cfg.features.has(Feat::NextBuddy) && !is_fork {
+        cfs.next = Some(p);
+    }
+    if !cfg.features.has(Feat::WakeupPreemption) {
+        return false;
+    }
+    let (c_idle, p_idle) = (
+        tasks[curr].policy == TaskPolicy::Idle,
+        tasks[p].policy == TaskPolicy::Idle,
+    );
+    if c_idle && !p_idle {
+        tasks[curr].se.vprot = None;
+        return true;
+    }
+    if c_idle != p_idle || tasks[p].policy != TaskPolicy::Normal {
+        return false;
+    }
+    update_curr(cfs, tasks, cfg, now);
+    pick_eevdf(cfs, tasks, cfg) == Some(p)
+}

@@ -1,0 +1,239 @@
+//! Entity enqueue/dequeue/pick bookkeeping shared by CFS and EEVDF.
+//!
+//! Mirrors `update_curr()`, `update_load_avg()` (with DO_ATTACH/DO_DETACH),
+//! `enqueue_entity()`, `dequeue_entity()`, `set_next_entity()`,
+//! `put_prev_entity()`, `clear_buddies()` and `pick_next_entity()`; the
+//! policy-specific steps are in [`super::cfs`] and [`super::eevdf`].
+
+use super::cfs_rq::CfsRq;
+use super::{cfs, eevdf};
+use crate::config::{PickPolicy, SchedConfig};
+use crate::pelt;
+use crate::task::{TaskArena, TaskId};
+use crate::weight::calc_delta_fair;
+
+/// `ENQUEUE_*` flags.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EnqueueFlags {
+    /// ENQUEUE_WAKEUP: the task was sleeping.
+    pub wakeup: bool,
+    /// ENQUEUE_INITIAL: first enqueue after fork.
+    pub initial: bool,
+    /// ENQUEUE_MIGRATED: arrived from another CPU.
+    pub migrated: bool,
+}
+
+/// `DEQUEUE_*` flags.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DequeueFlags {
+    /// DEQUEUE_SLEEP: the task blocks (or exits).
+    pub sleep: bool,
+    /// The task is being migrated by the balancer (DO_DETACH).
+    pub migrate: bool,
+}
+
+/// PELT attach/detach action for [`update_load_avg`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PeltAction {
+    /// Plain update.
+    None,
+    /// DO_ATTACH: attach if the entity is detached (`last_update_time == 0`).
+    Attach,
+    /// DO_DETACH: synchronous detach (load-balance migration).
+    Detach,
+}
+
+/// `update_curr()`: charge the running entity. Returns true when EEVDF's
+/// `update_deadline()` requests a reschedule.
+pub fn update_curr(cfs: &mut CfsRq, tasks: &mut TaskArena, cfg: &SchedConfig, now: u64) -> bool {
+    let Some(c) = cfs.curr else { return false };
+    let nr_running = cfs.nr_running;
+    let se = &mut tasks[c].se;
+    if now <= se.exec_start {
+        return false;
+    }
+    let delta = now - se.exec_start;
+    se.exec_start = now;
+    se.sum_exec_runtime += delta;
+    se.vruntime += calc_delta_fair(delta, &se.load);
+    let resched = cfg.pick == PickPolicy::Eevdf && eevdf::update_deadline(cfg, nr_running, se);
+    if resched {
+        clear_buddies(cfs, c);
+    }
+    cfs.update_min_vruntime(cfg.pick, tasks);
+    resched
+}
+
+/// `update_load_avg(cfs_rq, se, flags)`: entity, then queue, then
+/// attach/detach.
+pub fn update_load_avg(
+    cfs: &mut CfsRq,
+    tasks: &mut TaskArena,
+    id: TaskId,
+    now: u64,
+    action: PeltAction,
+) {
+    let running = cfs.curr == Some(id);
+    let se = &mut tasks[id].se;
+    let w = se.load.weight;
+    if se.avg.last_update_time != 0 {
+        pelt::update_entity_load_avg(&mut se.avg, now, w, se.on_rq, running);
+    }
+    pelt::update_cfs_rq_load_avg(
+        &mut cfs.avg,
+        &mut cfs.removed,
+        now,
+        cfs.load.weight,
+        u64::from(cfs.nr_running),
+        cfs.curr.is_some(),
+    );
+    match action {
+        PeltAction::Attach if se.avg.last_update_time == 0 => {
+            pelt::attach_entity_load_avg(&mut cfs.avg, &mut se.avg, w, false);
+        }
+        PeltAction::Detach => {
+            pelt::detach_entity_load_avg(&mut cfs.avg, &se.avg, w);
+            se.avg.last_update_time = 0;
+        }
+        _ => {}
+    }
+}
+
+/// `update_cfs_rq_load_avg` alone (blocked-load decay, tick on idle).
+pub fn update_rq_load_avg(cfs: &mut CfsRq, now: u64) {
+    pelt::update_cfs_rq_load_avg(
+        &mut cfs.avg,
+        &mut cfs.removed,
+        now,
+        cfs.load.weight,
+        u64::from(cfs.nr_running),
+        cfs.curr.is_some(),
+    );
+}
+
+/// `clear_buddies()`.
+pub fn clear_buddies(cfs: &mut CfsRq, id: TaskId) {
+    if cfs.next == Some(id) {
+        cfs.next = None;
+    }
+    if cfs.last == Some(id) {
+        cfs.last = None;
+    }
+    if cfs.skip == Some(id) {
+        cfs.skip = None;
+    }
+}
+
+/// `enqueue_entity()`.
+pub fn enqueue_entity(
+    cfs: &mut CfsRq,
+    tasks: &mut TaskArena,
+    cfg: &SchedConfig,
+    id: TaskId,
+    flags: EnqueueFlags,
+    now: u64,
+) {
+    update_curr(cfs, tasks, cfg, now);
+    update_load_avg(cfs, tasks, id, now, PeltAction::Attach);
+    match cfg.pick {
+        PickPolicy::Eevdf => eevdf::place_entity(cfs, tasks, cfg, id, flags),
+        PickPolicy::Cfs => {
+            if flags.wakeup {
+                cfs::place_entity(cfs, tasks, cfg, id, false);
+            }
+        }
+    }
+    {
+        let se = &tasks[id].se;
+        pelt::runnable_load_enqueue(&mut cfs.avg, &se.avg, se.load.weight, true);
+    }
+    cfs.account_enqueue(tasks, id);
+    tasks[id].se.on_rq = true;
+    if cfs.curr != Some(id) {
+        cfs.tree_insert(cfg.pick, tasks, id);
+    }
+}
+
+/// `dequeue_entity()`.
+pub fn dequeue_entity(
+    cfs: &mut CfsRq,
+    tasks: &mut TaskArena,
+    cfg: &SchedConfig,
+    id: TaskId,
+    flags: DequeueFlags,
+    now: u64,
+) {
+    update_curr(cfs, tasks, cfg, now);
+    let action = if flags.migrate {
+        PeltAction::Detach
+    } else {
+        PeltAction::None
+    };
+    update_load_avg(cfs, tasks, id, now, action);
+    {
+        let se = &tasks[id].se;
+        pelt::runnable_load_enqueue(&mut cfs.avg, &se.avg, se.load.weight, false);
+    }
+    if cfg.pick == PickPolicy::Eevdf {
+        eevdf::update_entity_lag(cfs, tasks, cfg, id);
+    }
+    clear_buddies(cfs, id);
+    if cfs.curr != Some(id) {
+        cfs.tree_remove(cfg.pick, tasks, id);
+    }
+    if cfg.pick == PickPolicy::Eevdf && !flags.sleep {
+        // PLACE_REL_DEADLINE: keep the deadline relative across the move.
+        let se = &mut tasks[id].se;
+        se.deadline = se.deadline.wrapping_sub(se.vruntime);
+        se.rel_deadline = true;
+    }
+    tasks[id].se.on_rq = false;
+    cfs.account_dequeue(tasks, id);
+    cfs.update_min_vruntime(cfg.pick, tasks);
+}
+
+/// `set_next_entity()`: take the picked entity out of the tree and make it curr.
+pub fn set_next_entity(
+    cfs: &mut CfsRq,
+    tasks: &mut TaskArena,
+    cfg: &SchedConfig,
+    id: TaskId,
+    now: u64,
+) {
+    if tasks[id].se.on_rq {
+        cfs.tree_remove(cfg.pick, tasks, id);
+        update_load_avg(cfs, tasks, id, now, PeltAction::None);
+    }
+    let se = &mut tasks[id].se;
+    if cfg.pick == PickPolicy::Eevdf {
+        se.vprot = Some(se.deadline);
+    }
+    se.exec_start = now;
+    se.prev_sum_exec_runtime = se.sum_exec_runtime;
+    cfs.curr = Some(id);
+}
+
+/// `put_prev_entity()`: a still-runnable curr goes back into the tree.
+pub fn put_prev_entity(
+    cfs: &mut CfsRq,
+    tasks: &mut TaskArena,
+    cfg: &SchedConfig,
+    id: TaskId,
+    now: u64,
+) {
+    if tasks[id].se.on_rq {
+        update_curr(cfs, tasks, cfg, now);
+        cfs.tree_insert(cfg.pick, tasks, id);
+        update_load_avg(cfs, tasks, id, now, PeltAction::None);
+    }
+    tasks[id].se.vprot = None;
+    cfs.curr = None;
+}
+
+/// `pick_next_entity()` for the configured policy.
+pub fn pick_next_entity(cfs: &mut CfsRq, tasks: &TaskArena, cfg: &SchedConfig) -> Option<TaskId> {
+    match cfg.pick {
+        PickPolicy::Cfs => cfs::pick_next_entity(cfs, tasks, cfg),
+        PickPolicy::Eevdf => eevdf::pick_next_entity(cfs, tasks, cfg),
+    }
+}

@@ -1,0 +1,357 @@
+//! The runqueue timeline: an augmented balanced search tree (a treap).
+//!
+//! Plays the role of Linux's `cfs_rq->tasks_timeline` red-black tree. Nodes are
+//! ordered by `(key, TaskId)` and each caches the minimum `aux` value of its
+//! subtree (the `RB_DECLARE_CALLBACKS` augmentation of 6.8+). The CFS policy
+//! keys by vruntime (`aux` unused); EEVDF keys by virtual deadline with
+//! `aux = vruntime`, so "earliest deadline among eligible entities" is one
+//! O(log n) descent ([`Timeline::first_matching_aux`], as in `pick_eevdf`).
+//! Insert, remove and leftmost are O(log n) expected; nodes live in a slab so
+//! the structure does only amortized allocation.
+
+use crate::task::TaskId;
+use alloc::vec::Vec;
+
+const NIL: u32 = u32::MAX;
+
+#[derive(Clone, Debug)]
+struct Node {
+    key: u64,
+    id: TaskId,
+    aux: u64,
+    min_aux: u64,
+    prio: u32,
+    left: u32,
+    right: u32,
+}
+
+/// Augmented ordered set of `(key, TaskId)` with a subtree-minimum of `aux`.
+#[derive(Clone, Debug)]
+pub struct Timeline {
+    nodes: Vec<Node>,
+    free: Vec<u32>,
+    root: u32,
+    len: usize,
+    rng: u32,
+}
+
+impl Default for Timeline {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Timeline {
+    /// An empty timeline.
+    pub fn new() -> Self {
+        Timeline {
+            nodes: Vec::new(),
+            free: Vec::new(),
+            root: NIL,
+            len: 0,
+            rng: 0x9E37_79B9,
+        }
+    }
+
+    /// Number of entities in the tree.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True if empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    fn next_prio(&mut self) -> u32 {
+        // xorshift32: deterministic, good enough for treap priorities.
+        let mut x = self.rng;
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        self.rng = x;
+        x
+    }
+
+    fn less(&self, n: u32, key: u64, id: TaskId) -> bool {
+        let node = &self.nodes[n as usize];
+        (node.key, node.id) < (key, id)
+    }
+
+    fn pull(&mut self, n: u32) {
+        let (l, r) = (self.nodes[n as usize].left, self.nodes[n as usize].right);
+        let mut m = self.nodes[n as usize].aux;
+        if l != NIL {
+            m = m.min(self.nodes[l as usize].min_aux);
+        }
+        if r != NIL {
+            m = m.min(self.nodes[r as usize].min_aux);
+        }
+        self.nodes[n as usize].min_aux = m;
+    }
+
+    /// Split `t` into (< (key,id), >= (key,id)).
+    fn split(&mut self, t: u32, key: u64, id: TaskId) -> (u32, u32) {
+        if t == NIL {
+            return (NIL, NIL);
+        }
+        if self.less(t, key, id) {
+            let r = self.nodes[t as usize].right;
+            let (a, b) = self.split(r, key, id);
+            self.nodes[t as usize].right = a;
+            self.pull(t);
+            (t, b)
+        } else {
+            let l = self.nodes[t as usize].left;
+            let (a, b) = self.split(l, key, id);
+            self.nodes[t as usize].left = b;
+            self.pull(t);
+            (a, t)
+        }
+    }
+
+    /// Merge two treaps where every key of `a` is below every key of `b`.
+    fn merge(&mut self, a: u32, b: u32) -> u32 {
+        if a == NIL {
+            return b;
+        }
+        if b == NIL {
+            return a;
+        }
+        if self.nodes[a as usize].prio > self.nodes[b as usize].prio {
+            let r = self.nodes[a as usize].right;
+            let m = self.merge(r, b);
+            self.nodes[a as usize].right = m;
+            self.pull(a);
+            a
+        } else {
+            let l = self.nodes[b as usize].left;
+            let m = self.merge(a, l);
+            self.nodes[b as usize].left = m;
+            self.pull(b);
+            b
+        }
+    }
+
+    fn insert_at(&mut self, t: u32, n: u32) -> u32 {
+        if t == NIL {
+            return n;
+        }
+        let (key, id, prio) = {
+            let node = &self.nodes[n as usize];
+            (node.key, node.id, node.prio)
+        };
+        if prio > self.nodes[t as usize].prio {
+            let (a, b) = self.split(t, key, id);
+            self.nodes[n as usize].left = a;
+            self.nodes[n as usize].right = b;
+            self.pull(n);
+            return n;
+        }
+        if self.less(t, key, id) {
+            let r = self.nodes[t as usize].right;
+            let x = self.insert_at(r, n);
+            self.nodes[t as usize].right = x;
+        } else {
+            let l = self.nodes[t as usize].left;
+            let x = self.insert_at(l, n);
+            self.nodes[t as usize].left = x;
+        }
+        self.pull(t);
+        t
+    }
+
+    /// Insert `(key, id)` with augmentation value `aux` (`__enqueue_entity`).
+    pub fn insert(&mut self, key: u64, id: TaskId, aux: u64) {
+        let prio = self.next_prio();
+        let node = Node {
+            key,
+            id,
+            aux,
+            min_aux: aux,
+            prio,
+            left: NIL,
+            right: NIL,
+        };
+        let n = match self.free.pop() {
+            Some(i) => {
+                self.nodes[i as usize] = node;
+                i
+            }
+            None => {
+                self.nodes.push(node);
+                (self.nodes.len() - 1) as u32
+            }
+        };
+        self.root = self.insert_at(self.root, n);
+        self.len += 1;
+    }
+
+    fn remove_at(&mut self, t: u32, key: u64, id: TaskId) -> (u32, bool) {
+        if t == NIL {
+            return (NIL, false);
+        }
+        let (tk, tid) = (self.nodes[t as usize].key, self.nodes[t as usize].id);
+        if (tk, tid) == (key, id) {
+            let (l, r) = (self.nodes[t as usize].left, self.nodes[t as usize].right);
+            self.free.push(t);
+            return (self.merge(l, r), true);
+        }
+        let found;
+        if (tk, tid) < (key, id) {
+            let r = self.nodes[t as usize].right;
+            let (x, f) = self.remove_at(r, key, id);
+            self.nodes[t as usize].right = x;
+            found = f;
+        } else {
+            let l = self.nodes[t as usize].left;
+            let (x, f) = self.remove_at(l, key, id);
+            self.nodes[t as usize].left = x;
+            found = f;
+        }
+        if found {
+            self.pull(t);
+        }
+        (t, found)
+    }
+
+    /// Remove `(key, id)` (`__dequeue_entity`); returns whether it was present.
+    pub fn remove(&mut self, key: u64, id: TaskId) -> bool {
+        let (root, found) = self.remove_at(self.root, key, id);
+        self.root = root;
+        if found {
+            self.len -= 1;
+        }
+        found
+    }
+
+    /// The leftmost entry (`__pick_first_entity`).
+    pub fn first(&self) -> Option<(u64, TaskId)> {
+        let mut t = self.root;
+        if t == NIL {
+            return None;
+        }
+        while self.nodes[t as usize].left != NIL {
+            t = self.nodes[t as usize].left;
+        }
+        let n = &self.nodes[t as usize];
+        Some((n.key, n.id))
+    }
+
+    /// The entry following `(key, id)` in order (`__pick_next_entity`).
+    pub fn next_after(&self, key: u64, id: TaskId) -> Option<(u64, TaskId)> {
+        let mut t = self.root;
+        let mut best = None;
+        while t != NIL {
+            let n = &self.nodes[t as usize];
+            if (n.key, n.id) > (key, id) {
+                best = Some((n.key, n.id));
+                t = n.left;
+            } else {
+                t = n.right;
+            }
+        }
+        best
+    }
+
+    /// Minimum `aux` over the whole tree (the root's augmented value).
+    pub fn min_aux(&self) -> Option<u64> {
+        (self.root != NIL).then(|| self.nodes[self.root as usize].min_aux)
+    }
+
+    /// The leftmost entry whose `aux` satisfies `ok`, where `ok` must be
+    /// monotone (true for all values below some threshold). One descent
+    /// using the subtree minima, as `pick_eevdf()` does with eligibility.
+    pub fn first_matching_aux(&self, ok: impl Fn(u64) -> bool) -> Option<(u64, TaskId)> {
+        let mut t = self.root;
+        while t != NIL {
+            let n = &self.nodes[t as usize];
+            if n.left != NIL && ok(self.nodes[n.left as usize].min_aux) {
+                t = n.left;
+                continue;
+            }
+            if ok(n.aux) {
+                return Some((n.key, n.id));
+            }
+            if n.right != NIL && ok(self.nodes[n.right as usize].min_aux) {
+                t = n.right;
+            } else {
+                return None;
+            }
+        }
+        None
+    }
+
+    /// In-order iteration (for invariant checks and the load balancer).
+    pub fn iter(&self) -> impl Iterator<Item = (u64, TaskId, u64)> + '_ {
+        let mut stack = Vec::new();
+        let mut t = self.root;
+        core::iter::from_fn(move || {
+            while t != NIL {
+                stack.push(t);
+                t = self.nodes[t as usize].left;
+            }
+            let n = stack.pop()?;
+            let node = &self.nodes[n as usize];
+            t = node.right;
+            Some((node.key, node.id, node.aux))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::BTreeMap;
+
+    #[test]
+    fn basic_order_and_removal() {
+        let mut t = Timeline::new();
+        for (i, k) in [50u64, 10, 30, 10, 70].iter().enumerate() {
+            t.insert(*k, TaskId(i as u32), 100 - *k);
+        }
+        assert_eq!(t.first(), Some((10, TaskId(1))));
+        assert_eq!(t.next_after(10, TaskId(1)), Some((10, TaskId(3))));
+        assert_eq!(t.min_aux(), Some(30));
+        assert!(t.remove(10, TaskId(1)));
+        assert!(!t.remove(10, TaskId(1)));
+        assert_eq!(t.first(), Some((10, TaskId(3))));
+        let keys: Vec<u64> = t.iter().map(|x| x.0).collect();
+        assert_eq!(keys, vec![10, 30, 50, 70]);
+        assert_eq!(t.len(), 4);
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        #[test]
+        fn matches_btreemap_model(ops in proptest::collection::vec((0u8..3, 0u64..40, 0u32..20, 0u64..100), 1..200)) {
+            let mut t = Timeline::new();
+            let mut m: BTreeMap<(u64, TaskId), u64> = BTreeMap::new();
+            for (op, key, id, aux) in ops {
+                let id = TaskId(id);
+                match op {
+                    0 | 1 => {
+                        if let std::collections::btree_map::Entry::Vacant(e) = m.entry((key, id)) {
+                            t.insert(key, id, aux);
+                            e.insert(aux);
+                        }
+                    }
+                    _ => {
+                        let present = m.remove(&(key, id)).is_some();
+                        prop_assert_eq!(t.remove(key, id), present);
+                    }
+                }
+                prop_assert_eq!(t.len(), m.len());
+                prop_assert_eq!(t.first(), m.keys().next().copied());
+                prop_assert_eq!(t.min_aux(), m.values().min().copied());
+                let thr = aux;
+                let want = m.iter().find(|(_, a)| **a <= thr).map(|(k, _)| *k);
+                prop_assert_eq!(t.first_matching_aux(|a| a <= thr), want);
+                let all: Vec<(u64, TaskId)> = t.iter().map(|x| (x.0, x.1)).collect();
+                let model: Vec<(u64, TaskId)> = m.keys().copied().collect();
+                prop_assert_eq!(all, model);
+            }
+        }
+    }
+}

@@ -1,0 +1,237 @@
+//! Seed-switch scenarios: each switch must change the decision it models
+//! (seeds 000-004 in /work/shared/seeds).
+
+use super::wake::{record_wakee, wake_affine_weight, wake_wide};
+use crate::config::PickPolicy;
+use crate::sched::Scheduler;
+use crate::task::{TaskId, TaskPolicy};
+use crate::testutil::{run_on, sched, set_load, sleeper_on, spec, two_sockets};
+
+/// Seed 000 setup: waker on cpu0 (socket 0), wakee's prev = cpu4 (socket 1),
+/// idle but carrying blocked load from a recent daemon.
+fn seed000(features: &str) -> (Scheduler, TaskId) {
+    let mut s = two_sockets(features);
+    let p = sleeper_on(&mut s, 4, 1000);
+    let _waker = run_on(&mut s, 0, 2000);
+    set_load(&mut s, 0, 1024, 1024);
+    set_load(&mut s, 4, 2000, 0);
+    s.core.tasks[p].se.avg.load_avg = 100;
+    (s, p)
+}
+
+#[test]
+fn seed000_wa_idle_prev_returns_idle_prev() {
+    let (mut s, p) = seed000("WA_IDLE_PREV");
+    let r = s.wake_up(p, 0, false, 3000);
+    assert_eq!(r.cpu, 4, "idle prev_cpu must win");
+    assert_eq!(s.core.stats.wake.wa_idle_decided, 1);
+    let (mut s, p) = seed000("NO_WA_IDLE_PREV");
+    let r = s.wake_up(p, 0, false, 3000);
+    assert!(
+        r.cpu < 4,
+        "without the patch the blocked load of prev pulls the wakee to the waker's socket, got {}",
+        r.cpu
+    );
+    assert_eq!(s.core.stats.wake.wake_affine_success, 1);
+}
+
+#[test]
+fn seed000_runnable_load_in_wake_affine_weight() {
+    // Pre-5.11 wake_affine_idle: the weight test decides.
+    let (mut s, p) = seed000("NO_WA_IDLE_PREV,RUNNABLE_LOAD");
+    assert_eq!(
+        s.wake_up(p, 0, false, 3000).cpu,
+        4,
+        "runnable load ignores prev's blocked load"
+    );
+    let (mut s, p) = seed000("NO_WA_IDLE_PREV,NO_RUNNABLE_LOAD");
+    assert!(s.wake_up(p, 0, false, 3000).cpu < 4);
+}
+
+/// Seed 004 setup: waker alone on cpu0, wakee's prev cpu4 is busy.
+fn seed004(features: &str) -> (Scheduler, TaskId) {
+    let mut s = two_sockets(features);
+    let p = sleeper_on(&mut s, 4, 1000);
+    let _other = run_on(&mut s, 4, 1500);
+    let w = run_on(&mut s, 0, 2000);
+    set_load(&mut s, 0, 1024, 1024);
+    set_load(&mut s, 4, 1024, 1024);
+    s.core.tasks[p].se.avg.load_avg = 100;
+    s.core.tasks[w].se.avg.load_avg = 1024;
+    (s, p)
+}
+
+#[test]
+fn seed004_wa_sync_bias() {
+    let (mut s, p) = seed004("WA_SYNC");
+    let cpu = s.wake_up(p, 0, true, 3000).cpu;
+    assert!(cpu < 4, "sync wakeup pulled next to the waker, got {cpu}");
+    let (mut s, p) = seed004("NO_WA_SYNC");
+    let cpu = s.wake_up(p, 0, true, 3000).cpu;
+    assert!(
+        cpu >= 4,
+        "without the sync bias the wakee stays in prev's LLC, got {cpu}"
+    );
+}
+
+#[test]
+fn seed004_forced_placements() {
+    let smt = spec(1, 4, 2, 1);
+    let cases = [
+        ("WAKEE_STACKED", 2usize),
+        ("WAKEE_CROSS_SMT", 3),
+        ("WAKEE_CROSS_CORE", 4),
+    ];
+    for (f, want) in cases {
+        let mut s = sched(&smt, PickPolicy::Cfs, f);
+        let p = sleeper_on(&mut s, 6, 100);
+        let _w = run_on(&mut s, 2, 200);
+        assert_eq!(s.wake_up(p, 2, true, 300).cpu, want, "{f}");
+        assert_eq!(s.core.stats.wake.wake_forced, 1);
+    }
+    let mut s = sched(&smt, PickPolicy::Cfs, "WAKEE_UNBOUND");
+    let p = sleeper_on(&mut s, 6, 100);
+    let _w = run_on(&mut s, 2, 200);
+    assert_eq!(s.wake_up(p, 2, true, 300).cpu, 6, "unbound: idle prev");
+    assert_eq!(s.core.stats.wake.wake_forced, 0);
+}
+
+#[test]
+fn seed003_heavy_waker_lends_flips() {
+    for (f, expect_wide) in [("WAKE_WIDE_HEAVY", true), ("NO_WAKE_WIDE_HEAVY", false)] {
+        let mut s = sched(&spec(2, 4, 1, 1), PickPolicy::Cfs, f);
+        let w = run_on(&mut s, 0, 10);
+        let wakees: Vec<TaskId> = (0..40).map(|i| sleeper_on(&mut s, 4 + i % 4, 20)).collect();
+        let mut wide = false;
+        for round in 0..6 {
+            for &p in &wakees {
+                record_wakee(&mut s.core, w, p, 0, 100 + round);
+                wide |= wake_wide(&mut s.core, p, Some(w), 0);
+            }
+        }
+        assert_eq!(
+            wide, expect_wide,
+            "{f}: waker flips {}",
+            s.core.tasks[w].wakee_flips
+        );
+        assert_eq!(s.core.tasks[wakees[0]].wakee_flips > 0, expect_wide);
+    }
+}
+
+/// Seed 002 setup: parent on cpu0 of a 4-CPU LLC, other CPUs idle with
+/// blocked load left by forked children that slept at once.
+fn seed002(features: &str) -> Scheduler {
+    let mut s = sched(&spec(1, 4, 1, 1), PickPolicy::Cfs, features);
+    let _parent = run_on(&mut s, 0, 10);
+    set_load(&mut s, 0, 1024, 1024);
+    s.core.rqs[0].cfs.avg.util_avg = 1000;
+    for (cpu, blocked, util) in [(1, 800, 50), (2, 0, 300), (3, 400, 200)] {
+        set_load(&mut s, cpu, blocked, 0);
+        s.core.rqs[cpu].cfs.avg.util_avg = util;
+    }
+    s
+}
+
+#[test]
+fn seed002_find_idlest_group_keys() {
+    let fork = |f: &str| {
+        let mut s = seed002(f);
+        let parent = s.current(0);
+        s.wake_up_new_task(parent, 0, 0, TaskPolicy::Normal, 100)
+            .cpu
+    };
+    assert_eq!(fork(""), 1, "5.5+: most idle CPUs, then lowest util");
+    assert_eq!(
+        fork("RUNNABLE_LOAD,IDLEST_BLOCKED"),
+        2,
+        "4.11: equal runnable load, least blocked load"
+    );
+    assert_eq!(
+        fork("RUNNABLE_LOAD,NO_IDLEST_BLOCKED"),
+        1,
+        "pre-4.11: first group with the least runnable load"
+    );
+}
+
+#[test]
+fn seed001_idle_core_hint_picks_remembered_core() {
+    let smt = spec(1, 4, 2, 1);
+    let setup = |f: &str| {
+        let mut s = sched(&smt, PickPolicy::Cfs, f);
+        let p = sleeper_on(&mut s, 0, 10);
+        let _a = run_on(&mut s, 0, 20);
+        let _b = run_on(&mut s, 1, 20);
+        // cpu6 runs something and goes idle again: its core becomes the hint.
+        let _c = sleeper_on(&mut s, 6, 30);
+        s.core.tasks[p].recent_used_cpu = 0;
+        (s, p)
+    };
+    let (mut s, p) = setup("IDLE_CORE_HINT");
+    assert_eq!(s.wake_up(p, 0, false, 100).cpu, 6);
+    assert_eq!(s.core.stats.sis.sis_hint_hit, 1);
+    let (mut s, p) = setup("NO_IDLE_CORE_HINT");
+    assert_eq!(
+        s.wake_up(p, 0, false, 100).cpu,
+        2,
+        "scan from target+1 finds core 2-3 first"
+    );
+    assert_eq!(s.core.stats.sis.sis_idle_core, 1);
+}
+
+#[test]
+fn seed001_busy_accounting_at_idle_entry_vs_tick() {
+    for (f, at_entry) in [("IDLE_ACCT_ENTRY", true), ("NO_IDLE_ACCT_ENTRY", false)] {
+        let mut s = sched(&spec(1, 4, 1, 1), PickPolicy::Cfs, f);
+        let llc = s.core.topo.llc_id[0];
+        let before = s.core.llc[llc].nr_busy_cpus;
+        assert_eq!(before, if at_entry { 0 } else { 4 }, "{f}: boot state");
+        for cpu in 0..4 {
+            s.tick(cpu, 1_000_000);
+        }
+        assert_eq!(s.core.llc[llc].nr_busy_cpus, 0, "{f}: idle through a tick");
+        let _t = run_on(&mut s, 2, 1_500_000);
+        assert_eq!(
+            s.core.llc[llc].nr_busy_cpus,
+            u32::from(at_entry),
+            "{f}: right after idle exit"
+        );
+        s.tick(2, 2_000_000);
+        assert_eq!(s.core.llc[llc].nr_busy_cpus, 1, "{f}: after the busy tick");
+    }
+}
+
+#[test]
+fn seed001_idle_acct_entry_skips_scan_of_full_llc() {
+    // All CPUs run something; cpu3 runs only a SCHED_IDLE task. Mainline
+    // finds cpu3 (sched_idle_cpu); with IDLE_ACCT_ENTRY the LLC counts as
+    // fully busy and the scan is skipped.
+    for (f, want) in [("NO_IDLE_ACCT_ENTRY", 3usize), ("IDLE_ACCT_ENTRY", 0)] {
+        let mut s = sched(&spec(1, 4, 1, 1), PickPolicy::Cfs, f);
+        let p = sleeper_on(&mut s, 0, 10);
+        for cpu in 0..3 {
+            run_on(&mut s, cpu, 20);
+        }
+        s.wake_up_new_task_on(None, 3, 0, TaskPolicy::Idle, 20);
+        s.schedule(3, 20);
+        for cpu in 0..4 {
+            s.tick(cpu, 1_000_000);
+        }
+        s.core.tasks[p].recent_used_cpu = 0;
+        assert_eq!(s.wake_up(p, 0, false, 1_000_100).cpu, want, "{f}");
+    }
+}
+
+#[test]
+fn wake_affine_weight_arithmetic() {
+    let (s, p) = seed000("");
+    // this = (1024 + 100) * 100 * 1024 ; prev = (2000 - 100) * 108 * 1024
+    assert_eq!(wake_affine_weight(&s.core, 117, p, 0, 4, false), Some(0));
+    let mut s = s;
+    set_load(&mut s, 4, 1100, 0);
+    // prev = 1000 * 108 < 1124 * 100: stay with prev.
+    assert_eq!(wake_affine_weight(&s.core, 117, p, 0, 4, false), None);
+    // sync subtracts the waker (load 1024 of cpu0's 1024) and breaks ties.
+    let waker = s.core.rqs[0].curr.unwrap();
+    s.core.tasks[waker].se.avg.load_avg = 1024;
+    assert_eq!(wake_affine_weight(&s.core, 117, p, 0, 4, true), Some(0));
+}

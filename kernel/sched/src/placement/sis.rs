@@ -1,0 +1,232 @@
+//! The wakeup fast path: `select_idle_sibling()` and its LLC scans.
+//!
+//! Mirrors Linux 6.x `select_idle_sibling()` (reference §C.5: target, prev,
+//! per-CPU-kthread stacking, recent_used_cpu, prev's SMT siblings, LLC scan,
+//! fallback), `select_idle_smt()`, `select_idle_core()` and
+//! `select_idle_cpu()` with the SIS_UTIL scan limit (§C.6), plus seed 001's
+//! IDLE_CORE_HINT (try the LLC's known idle core first) and
+//! IDLE_ACCT_ENTRY (skip the scan when nr_busy_cpus says the LLC is full).
+
+use crate::CpuId;
+use crate::core::SchedCore;
+use crate::features::Feat;
+use crate::rq::IdleCore;
+use crate::task::TaskId;
+use topology::CpuMask;
+
+/// `test_idle_cores(cpu)`: does the LLC of `cpu` (probably) have an idle core?
+pub fn test_idle_cores(core: &SchedCore, cpu: CpuId) -> bool {
+    let llc = &core.llc[core.topo.llc_id[cpu]];
+    if core.cfg.features.has(Feat::IdleCoreHint) {
+        llc.idle_core != IdleCore::None
+    } else {
+        llc.has_idle_cores
+    }
+}
+
+/// `set_idle_cores(cpu, false)` after a failed full scan.
+fn clear_idle_cores(core: &mut SchedCore, cpu: CpuId) {
+    let id = core.topo.llc_id[cpu];
+    core.llc[id].has_idle_cores = false;
+    if core.cfg.features.has(Feat::IdleCoreHint) {
+        core.llc[id].idle_core = IdleCore::None;
+    }
+    core.stats.sis.has_idle_cores_cleared += 1;
+}
+
+/// Are all SMT siblings of `cpu`'s core idle (`is_core_idle` incl. cpu)?
+pub fn core_fully_idle(core: &SchedCore, cpu: CpuId) -> bool {
+    core.topo.smt[cpu].iter().all(|c| core.idle_cpu(c))
+}
+
+/// `select_idle_smt(p, prev)`: an idle-ish SMT sibling of prev in its LLC.
+pub fn select_idle_smt(core: &SchedCore, prev: CpuId) -> Option<CpuId> {
+    let llc = &core.topo.llc_span[prev];
+    core.topo.smt[prev]
+        .iter()
+        .find(|&c| c != prev && llc.contains(c) && core.idle_ish(c))
+}
+
+/// `select_idle_core(p, core_cpu, cpus, &idle_cpu)`: returns `core_cpu` if
+/// its whole core is idle; remembers the first idle-ish sibling otherwise.
+/// Returns the number of CPUs examined as well.
+fn select_idle_core(
+    core: &SchedCore,
+    core_cpu: CpuId,
+    idle_cpu: &mut Option<CpuId>,
+) -> (Option<CpuId>, u64) {
+    let mut idle = true;
+    let mut examined = 0;
+    for c in core.topo.smt[core_cpu].iter() {
+        examined += 1;
+        if !core.idle_cpu(c) {
+            idle = false;
+            if idle_cpu.is_none() {
+                if core.rqs[c].is_sched_idle() {
+                    *idle_cpu = Some(c);
+                    break;
+                }
+                continue;
+            }
+            break;
+        }
+        if idle_cpu.is_none() {
+            *idle_cpu = Some(c);
+        }
+    }
+    (idle.then_some(core_cpu), examined)
+}
+
+/// Which branch of select_idle_cpu found the CPU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ScanResult {
+    /// A fully idle core.
+    IdleCore(CpuId),
+    /// An idle(-ish) CPU.
+    IdleCpu(CpuId),
+    /// Nothing.
+    None,
+}
+
+/// `select_idle_cpu(p, sd_llc, has_idle_core, target)`.
+pub fn select_idle_cpu(core: &mut SchedCore, has_idle_core: bool, target: CpuId) -> ScanResult {
+    let f = core.cfg.features;
+    let llc_id = core.topo.llc_id[target];
+    core.stats.sis.sis_domain_search += 1;
+    if f.has(Feat::IdleAcctEntry) {
+        let l = &core.llc[llc_id];
+        if l.nr_busy_cpus >= l.size {
+            core.stats.sis.sis_busy_skip += 1;
+            return ScanResult::None;
+        }
+    }
+    let mut nr: i64 = i64::MAX;
+    if f.has(Feat::SisUtil) {
+        nr = i64::from(core.llc[llc_id].nr_idle_scan) + 1;
+        if nr == 1 {
+            core.stats.sis.sis_util_skip += 1;
+            return ScanResult::None;
+        }
+    }
+    if has_idle_core
+        && f.has(Feat::IdleCoreHint)
+        && let IdleCore::Core(c) = core.llc[llc_id].idle_core
+        && core_fully_idle(core, c)
+    {
+        core.llc[llc_id].idle_core = IdleCore::Unknown;
+        core.stats.sis.sis_hint_hit += 1;
+        return ScanResult::IdleCore(c);
+    }
+    let span = core.topo.llc_span[target].clone();
+    let mut visited = CpuMask::new(core.topo.nr_cpus);
+    let mut idle_cpu = None;
+    let mut scanned = 0u64;
+    let start = (target + 1) % core.topo.nr_cpus;
+    let mut found = ScanResult::None;
+    for cpu in span.iter_wrap(start) {
+        if has_idle_core {
+            if visited.contains(cpu) {
+                continue;
+            }
+            for s in core.topo.smt[cpu].iter() {
+                visited.set(s);
+            }
+            let (r, ex) = select_idle_core(core, cpu, &mut idle_cpu);
+            scanned += ex;
+            if let Some(c) = r {
+                found = ScanResult::IdleCore(c);
+                break;
+            }
+        } else {
+            nr -= 1;
+            if nr <= 0 {
+                break;
+            }
+            scanned += 1;
+            if core.idle_ish(cpu) {
+                found = ScanResult::IdleCpu(cpu);
+                break;
+            }
+        }
+    }
+    if has_idle_core && found == ScanResult::None {
+        clear_idle_cores(core, target);
+        if let Some(c) = idle_cpu {
+            found = ScanResult::IdleCpu(c);
+        }
+    }
+    core.stats.sis.sis_scanned += scanned;
+    core.stats.scan_len.record(scanned);
+    if found == ScanResult::None {
+        core.stats.sis.sis_failed += 1;
+    }
+    found
+}
+
+/// `select_idle_sibling(p, prev, target)`; `this_cpu`/`waker` identify the
+/// waking context (for the per-CPU kthread rule).
+pub fn select_idle_sibling(
+    core: &mut SchedCore,
+    p: TaskId,
+    prev: CpuId,
+    target: CpuId,
+    this_cpu: CpuId,
+    waker: Option<TaskId>,
+) -> CpuId {
+    core.stats.sis.sis_search += 1;
+    if core.idle_ish(target) {
+        core.stats.sis.sis_target += 1;
+        return target;
+    }
+    if prev != target && core.topo.share_cache(prev, target) && core.idle_ish(prev) {
+        core.stats.sis.sis_prev += 1;
+        return prev;
+    }
+    if let Some(w) = waker
+        && core.tasks[w].is_percpu_kthread
+        && prev == this_cpu
+        && core.rqs[this_cpu].nr_running() <= 1
+    {
+        core.stats.sis.sis_kthread += 1;
+        return prev;
+    }
+    let recent = core.tasks[p].recent_used_cpu;
+    core.tasks[p].recent_used_cpu = prev;
+    if recent != prev
+        && recent != target
+        && core.topo.share_cache(recent, target)
+        && core.idle_ish(recent)
+    {
+        core.stats.sis.sis_recent += 1;
+        return recent;
+    }
+    if core.topo.llc_level[target].is_none() {
+        core.stats.sis.sis_fallback += 1;
+        return target;
+    }
+    let mut has_idle_core = false;
+    if core.topo.smt_active {
+        has_idle_core = test_idle_cores(core, target);
+        if !has_idle_core
+            && core.topo.share_cache(prev, target)
+            && let Some(c) = select_idle_smt(core, prev)
+        {
+            core.stats.sis.sis_smt += 1;
+            return c;
+        }
+    }
+    match select_idle_cpu(core, has_idle_core, target) {
+        ScanResult::IdleCore(c) => {
+            core.stats.sis.sis_idle_core += 1;
+            c
+        }
+        ScanResult::IdleCpu(c) => {
+            core.stats.sis.sis_idle_cpu += 1;
+            c
+        }
+        ScanResult::None => {
+            core.stats.sis.sis_fallback += 1;
+            target
+        }
+    }
+}

@@ -1,0 +1,3 @@
+//! Alternative policies built on the [`crate::SchedPolicy`] seam.
+
+pub mod prev_idle;

@@ -1,0 +1,286 @@
+//! Task lifecycle entry points: fork (`wake_up_new_task`), wakeup
+//! (`try_to_wake_up`), block (`deactivate_task(DEQUEUE_SLEEP)`), exit and
+//! `sched_yield`.
+
+use super::{Scheduler, WakeupResult};
+use crate::CpuId;
+use crate::config::PickPolicy;
+use crate::fair::entity::{self, DequeueFlags, EnqueueFlags};
+use crate::pelt;
+use crate::placement::WakeFlags;
+use crate::policy::SchedPolicy;
+use crate::stats::MigrationReason;
+use crate::task::{Task, TaskId, TaskPolicy, TaskState};
+
+impl<P: SchedPolicy> Scheduler<P> {
+    /// `wake_up_new_task()`: create a task forked on `this_cpu` by `parent`
+    /// (None = created by the kernel itself), place it, queue it.
+    pub fn wake_up_new_task(
+        &mut self,
+        parent: Option<TaskId>,
+        this_cpu: CpuId,
+        nice: i32,
+        tpolicy: TaskPolicy,
+        now: u64,
+    ) -> WakeupResult {
+        self.new_task(parent, this_cpu, None, nice, tpolicy, now)
+    }
+
+    /// `wake_up_new_task()` for a task bound to `cpu` at creation
+    /// (`kthread_bind`-style): no placement decision.
+    pub fn wake_up_new_task_on(
+        &mut self,
+        parent: Option<TaskId>,
+        cpu: CpuId,
+        nice: i32,
+        tpolicy: TaskPolicy,
+        now: u64,
+    ) -> WakeupResult {
+        self.new_task(parent, cpu, Some(cpu), nice, tpolicy, now)
+    }
+
+    fn new_task(
+        &mut self,
+        parent: Option<TaskId>,
+        this_cpu: CpuId,
+        bound: Option<CpuId>,
+        nice: i32,
+        tpolicy: TaskPolicy,
+        now: u64,
+    ) -> WakeupResult {
+        let core = &mut self.core;
+        let now = core.update_rq_clock(this_cpu, now);
+        let p = core
+            .tasks
+            .alloc(|id| Task::new(id, nice, tpolicy, this_cpu));
+        core.stats.rq.nr_forks += 1;
+        // init_entity_runnable_average: seen as fully loaded until proven otherwise.
+        let w = core.tasks[p].weight();
+        core.tasks[p].se.avg.load_avg = w;
+        // sched_fork / task_fork_fair on the parent's CPU.
+        let cfg = core.cfg;
+        {
+            let rq = &mut core.rqs[this_cpu];
+            entity::update_curr(&mut rq.cfs, &mut core.tasks, &cfg, now);
+            match cfg.pick {
+                PickPolicy::Cfs => {
+                    let pv = parent
+                        .filter(|&q| rq.curr == Some(q))
+                        .map_or(rq.cfs.min_vruntime, |q| core.tasks[q].se.vruntime);
+                    core.tasks[p].se.vruntime = pv;
+                    crate::fair::cfs::place_entity(&rq.cfs, &mut core.tasks, &cfg, p, true);
+                }
+                PickPolicy::Eevdf => {
+                    let se = &mut core.tasks[p].se;
+                    se.vlag = 0;
+                    se.slice = cfg.tunables.base_slice_ns;
+                }
+            }
+        }
+        let cpu = match bound {
+            Some(c) => c,
+            None => {
+                self.policy
+                    .select_cpu(&mut self.core, p, this_cpu, this_cpu, WakeFlags::FORK, now)
+            }
+        };
+        let core = &mut self.core;
+        if cpu != this_cpu {
+            core.stats
+                .migrations
+                .record(MigrationReason::Fork, core.topo.distance(this_cpu, cpu));
+            if core.cfg.pick == PickPolicy::Cfs {
+                let (a, b) = (
+                    core.rqs[this_cpu].cfs.min_vruntime,
+                    core.rqs[cpu].cfs.min_vruntime,
+                );
+                let se = &mut core.tasks[p].se;
+                se.vruntime = se.vruntime.wrapping_sub(a).wrapping_add(b);
+            }
+        }
+        core.tasks[p].cpu = cpu;
+        core.tasks[p].recent_used_cpu = cpu;
+        core.stats.fork_targets[cpu] += 1;
+        let now_dst = core.update_rq_clock(cpu, now);
+        entity::update_rq_load_avg(&mut core.rqs[cpu].cfs, now_dst);
+        {
+            let cap = core.rqs[cpu].cpu_capacity_orig;
+            let rq_avg = core.rqs[cpu].cfs.avg;
+            pelt::post_init_entity_util_avg(&mut core.tasks[p].se.avg, &rq_avg, w, cap);
+        }
+        let flags = EnqueueFlags {
+            wakeup: false,
+            initial: true,
+            migrated: false,
+        };
+        self.policy.enqueue(&mut self.core, cpu, p, flags, now_dst);
+        self.core.check_preempt_curr(cpu, p, true, now_dst);
+        WakeupResult {
+            task: p,
+            cpu,
+            resched: self.core.take_resched(),
+        }
+    }
+
+    /// `try_to_wake_up(p, wake_flags)` executed on `waker_cpu` (whose
+    /// current task, if any, is the waker). `sync` = WF_SYNC. Waking a task
+    /// that is not sleeping is a no-op (its CPU is returned, no decisions).
+    pub fn wake_up(&mut self, p: TaskId, waker_cpu: CpuId, sync: bool, now: u64) -> WakeupResult {
+        let now = self.core.update_rq_clock(waker_cpu, now);
+        let prev = self.core.tasks[p].cpu;
+        if self.core.tasks[p].state != TaskState::Sleeping {
+            // Like try_to_wake_up() on a task that is not blocked: no-op.
+            return WakeupResult {
+                task: p,
+                cpu: prev,
+                resched: self.core.take_resched(),
+            };
+        }
+        if self.core.rqs[prev].curr == Some(p) {
+            return self.wake_up_on_cpu(p, prev, now);
+        }
+        let mut flags = WakeFlags::TTWU;
+        if sync {
+            flags = flags.or(WakeFlags::SYNC);
+        }
+        let cpu = self
+            .policy
+            .select_cpu(&mut self.core, p, prev, waker_cpu, flags, now);
+        let core = &mut self.core;
+        core.stats.wake.nr_wakeups += 1;
+        core.tasks[p].stats.nr_wakeups += 1;
+        if sync {
+            core.stats.wake.nr_wakeups_sync += 1;
+            core.tasks[p].stats.nr_wakeups_sync += 1;
+        }
+        core.rqs[waker_cpu].ttwu_count += 1;
+        if cpu == waker_cpu {
+            core.rqs[waker_cpu].ttwu_local += 1;
+            core.stats.wake.nr_wakeups_local += 1;
+        } else {
+            core.stats.wake.nr_wakeups_remote += 1;
+        }
+        let migrated = cpu != prev;
+        if migrated {
+            core.stats.wake.nr_wakeups_migrate += 1;
+            core.tasks[p].stats.nr_wakeups_migrate += 1;
+            core.migrate_sleeping_task(p, cpu, MigrationReason::Wakeup);
+        }
+        let now_dst = core.update_rq_clock(cpu, now);
+        // ttwu_do_wakeup: fold the idle period into avg_idle.
+        let rq = &mut core.rqs[cpu];
+        if rq.idle_stamp != 0 {
+            let delta = now_dst.saturating_sub(rq.idle_stamp);
+            let max = 2 * rq.max_idle_balance_cost;
+            let avg = rq.avg_idle as i64 + (delta as i64 - rq.avg_idle as i64) / 8;
+            rq.avg_idle = (avg.max(0) as u64).min(max);
+            rq.idle_stamp = 0;
+        }
+        let ef = EnqueueFlags {
+            wakeup: true,
+            initial: false,
+            migrated,
+        };
+        self.policy.enqueue(&mut self.core, cpu, p, ef, now_dst);
+        self.core.check_preempt_curr(cpu, p, false, now_dst);
+        WakeupResult {
+            task: p,
+            cpu,
+            resched: self.core.take_resched(),
+        }
+    }
+
+    /// Wakeup of a task that blocked but has not been switched out yet (still
+    /// `curr`, Linux's `p->on_cpu` window): it is re-queued as curr on its
+    /// own CPU, like `ttwu_runnable()`.
+    fn wake_up_on_cpu(&mut self, p: TaskId, cpu: CpuId, now: u64) -> WakeupResult {
+        let now = self.core.update_rq_clock(cpu, now);
+        self.core.stats.wake.nr_wakeups += 1;
+        self.core.tasks[p].stats.nr_wakeups += 1;
+        let ef = EnqueueFlags {
+            wakeup: true,
+            initial: false,
+            migrated: false,
+        };
+        self.policy.enqueue(&mut self.core, cpu, p, ef, now);
+        self.core.tasks[p].state = TaskState::Running;
+        WakeupResult {
+            task: p,
+            cpu,
+            resched: self.core.take_resched(),
+        }
+    }
+
+    /// `sched_yield()` by the current task of `cpu` (`yield_task_fair`):
+    /// CFS marks it as skip buddy, EEVDF pushes its deadline back. The
+    /// caller then calls [`Self::schedule`].
+    pub fn yield_current(&mut self, cpu: CpuId, now: u64) {
+        let now = self.core.update_rq_clock(cpu, now);
+        let cfg = self.core.cfg;
+        let rq = &mut self.core.rqs[cpu];
+        let Some(c) = rq.curr else { return };
+        if !self.core.tasks[c].se.on_rq {
+            return;
+        }
+        entity::update_curr(&mut rq.cfs, &mut self.core.tasks, &cfg, now);
+        match cfg.pick {
+            PickPolicy::Cfs => crate::fair::cfs::yield_task(&mut rq.cfs, c),
+            PickPolicy::Eevdf => crate::fair::eevdf::yield_task(&mut self.core.tasks[c].se),
+        }
+        self.core.rqs[cpu].need_resched = true;
+    }
+
+    /// `sched_exec()`: the current task of `cpu` is exec'ing (small memory
+    /// and cache footprint): run the fork/exec placement with WF_EXEC and, if
+    /// it picks another CPU, move the task there at the next `schedule()` of
+    /// `cpu` (the stopper-thread move). Returns the destination, if any;
+    /// `cpu` then has need_resched set.
+    pub fn sched_exec(&mut self, cpu: CpuId, now: u64) -> Option<CpuId> {
+        let now = self.core.update_rq_clock(cpu, now);
+        let p = self.core.rqs[cpu].curr?;
+        if !self.core.tasks[p].se.on_rq {
+            return None;
+        }
+        let dest = self
+            .policy
+            .select_cpu(&mut self.core, p, cpu, cpu, WakeFlags::EXEC, now);
+        if dest == cpu {
+            return None;
+        }
+        self.core.rqs[cpu].exec_migrate = Some((p, dest));
+        self.core.rqs[cpu].need_resched = true;
+        Some(dest)
+    }
+
+    /// The current task of `cpu` blocks (`deactivate_task(DEQUEUE_SLEEP)`).
+    /// The caller then calls [`Self::schedule`].
+    pub fn block(&mut self, cpu: CpuId, now: u64) -> TaskId {
+        let now = self.core.update_rq_clock(cpu, now);
+        let p = self.core.rqs[cpu].curr.expect("block on an idle CPU");
+        if self.core.tasks[p].se.on_rq {
+            self.policy.dequeue(
+                &mut self.core,
+                cpu,
+                p,
+                DequeueFlags {
+                    sleep: true,
+                    migrate: false,
+                },
+                now,
+            );
+        }
+        self.core.tasks[p].state = TaskState::Sleeping;
+        self.core.rqs[cpu].need_resched = true;
+        p
+    }
+
+    /// The current task of `cpu` exits. Its PELT contribution is removed; the
+    /// slot is freed at the next `schedule()`.
+    pub fn exit(&mut self, cpu: CpuId, now: u64) -> TaskId {
+        let p = self.block(cpu, now);
+        self.core.remove_entity_load_avg(p);
+        self.core.tasks[p].state = TaskState::Dead;
+        self.core.stats.rq.nr_exits += 1;
+        p
+    }
+}

@@ -1,0 +1,117 @@
+//! Structural invariants of the core, checked after every step by the
+//! property tests and the simulator.
+
+use crate::core::SchedCore;
+use crate::task::{TaskId, TaskState};
+use alloc::format;
+use alloc::string::String;
+use alloc::vec;
+use alloc::vec::Vec;
+
+/// Carries what must be remembered between checks (min_vruntime
+/// monotonicity).
+#[derive(Clone, Debug, Default)]
+pub struct InvariantChecker {
+    last_min_vruntime: Vec<u64>,
+}
+
+impl InvariantChecker {
+    /// Check everything; `Err` describes the first violation.
+    pub fn check(&mut self, core: &SchedCore) -> Result<(), String> {
+        let n = core.nr_cpus();
+        if self.last_min_vruntime.len() != n {
+            self.last_min_vruntime = vec![0; n];
+        }
+        let mut seen: Vec<Option<usize>> = Vec::new();
+        for (cpu, rq) in core.rqs.iter().enumerate() {
+            let cfs = &rq.cfs;
+            if cfs.min_vruntime < self.last_min_vruntime[cpu] {
+                return Err(format!(
+                    "cpu{cpu}: min_vruntime went back {} -> {}",
+                    self.last_min_vruntime[cpu], cfs.min_vruntime
+                ));
+            }
+            self.last_min_vruntime[cpu] = cfs.min_vruntime;
+            let mut members: Vec<TaskId> = cfs.timeline.iter().map(|(_, id, _)| id).collect();
+            let (mut tree_w, mut tree_kw) = (0u64, 0i128);
+            for &id in &members {
+                let t = core
+                    .tasks
+                    .get(id)
+                    .ok_or_else(|| format!("cpu{cpu}: dead task {id:?} queued"))?;
+                if t.state != TaskState::Runnable || !t.se.on_rq || t.cpu != cpu {
+                    return Err(format!(
+                        "cpu{cpu}: queued {id:?} has state {:?} on_rq {} cpu {}",
+                        t.state, t.se.on_rq, t.cpu
+                    ));
+                }
+                tree_w += t.weight();
+                tree_kw += i128::from(cfs.entity_key(t.se.vruntime)) * i128::from(t.weight());
+            }
+            if rq.curr != cfs.curr {
+                return Err(format!(
+                    "cpu{cpu}: rq.curr {:?} != cfs.curr {:?}",
+                    rq.curr, cfs.curr
+                ));
+            }
+            if let Some(c) = rq.curr {
+                let t = core
+                    .tasks
+                    .get(c)
+                    .ok_or_else(|| format!("cpu{cpu}: curr {c:?} dead"))?;
+                if t.cpu != cpu {
+                    return Err(format!("cpu{cpu}: curr {c:?} thinks it is on cpu{}", t.cpu));
+                }
+                if t.se.on_rq {
+                    if t.state != TaskState::Running {
+                        return Err(format!("cpu{cpu}: curr {c:?} state {:?}", t.state));
+                    }
+                    members.push(c);
+                }
+            }
+            let nr = members.len() as u32;
+            if nr != cfs.nr_running {
+                return Err(format!(
+                    "cpu{cpu}: nr_running {} but {} entities",
+                    cfs.nr_running, nr
+                ));
+            }
+            let w: u64 = members.iter().map(|&id| core.tasks[id].weight()).sum();
+            if w != cfs.load.weight {
+                return Err(format!(
+                    "cpu{cpu}: load {} but entities weigh {}",
+                    cfs.load.weight, w
+                ));
+            }
+            if tree_w != cfs.avg_load || tree_kw != cfs.avg_vruntime {
+                return Err(format!(
+                    "cpu{cpu}: avg sums ({}, {}) vs recomputed ({tree_w}, {tree_kw})",
+                    cfs.avg_load, cfs.avg_vruntime
+                ));
+            }
+            for id in members {
+                let i = id.0 as usize;
+                if seen.len() <= i {
+                    seen.resize(i + 1, None);
+                }
+                if let Some(other) = seen[i] {
+                    return Err(format!("{id:?} on cpu{other} and cpu{cpu}"));
+                }
+                seen[i] = Some(cpu);
+            }
+        }
+        for t in core.tasks.iter() {
+            let queued = seen.get(t.id.0 as usize).copied().flatten().is_some();
+            match t.state {
+                TaskState::Runnable | TaskState::Running if !queued => {
+                    return Err(format!("{:?} is {:?} but on no runqueue", t.id, t.state));
+                }
+                TaskState::Sleeping | TaskState::Dead if queued => {
+                    return Err(format!("{:?} is {:?} but queued", t.id, t.state));
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+}

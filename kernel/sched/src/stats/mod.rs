@@ -1,0 +1,380 @@
+//! Observability: plain counters for every decision, printable as JSON.
+//!
+//! Counterparts of Linux's schedstats (`/proc/schedstat` ttwu/lb/alb fields,
+//! per-task `nr_wakeups_*`), Mel Gorman's unmerged `sis_*` counters, migration
+//! counts by reason and topology distance, runqueue wait-time histograms and
+//! fork placement per CPU. Each struct has `write_json`.
+
+pub mod hist;
+
+use alloc::vec;
+use alloc::vec::Vec;
+use core::fmt::{self, Write};
+pub use hist::Log2Histogram;
+
+/// Why a task changed CPU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MigrationReason {
+    /// select_task_rq on wakeup.
+    Wakeup,
+    /// wake_up_new_task placement away from the parent's CPU.
+    Fork,
+    /// Periodic load balance.
+    Balance,
+    /// Newly-idle balance.
+    NewIdle,
+    /// Active (stopper) balance.
+    Active,
+    /// sched_exec balancing.
+    Exec,
+}
+
+/// Names, in index order.
+pub const REASON_NAMES: [&str; 6] = ["wakeup", "fork", "balance", "newidle", "active", "exec"];
+
+/// Topology distance between the source and destination CPU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum MigrationDistance {
+    /// Same CPU.
+    SameCpu,
+    /// SMT siblings of one core.
+    SmtSibling,
+    /// Same LLC, different core.
+    SameLlc,
+    /// Other LLC in the same package.
+    SamePackage,
+    /// Other package in the same NUMA node.
+    SameNode,
+    /// Other NUMA node.
+    OtherNode,
+}
+
+/// Names, in index order.
+pub const DISTANCE_NAMES: [&str; 6] = [
+    "same_cpu",
+    "smt_sibling",
+    "same_llc",
+    "other_llc_same_package",
+    "other_package_same_node",
+    "other_node",
+];
+
+/// Migrations by reason x distance.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MigrationStats {
+    /// `counts[reason][distance]`.
+    pub counts: [[u64; 6]; 6],
+}
+
+impl MigrationStats {
+    /// Record one migration.
+    pub fn record(&mut self, r: MigrationReason, d: MigrationDistance) {
+        self.counts[r as usize][d as usize] += 1;
+    }
+
+    /// Total migrations (excluding same-CPU "moves").
+    pub fn total(&self) -> u64 {
+        self.counts
+            .iter()
+            .map(|row| row[1..].iter().sum::<u64>())
+            .sum()
+    }
+
+    /// Count for one reason over all distances (excluding same-CPU).
+    pub fn by_reason(&self, r: MigrationReason) -> u64 {
+        self.counts[r as usize][1..].iter().sum()
+    }
+
+    /// Count for one distance over all reasons.
+    pub fn by_distance(&self, d: MigrationDistance) -> u64 {
+        self.counts.iter().map(|row| row[d as usize]).sum()
+    }
+
+    /// JSON object `{reason: {distance: n}}`.
+    pub fn write_json(&self, w: &mut impl Write) -> fmt::Result {
+        write!(w, "{{\"total\":{}", self.total())?;
+        for (ri, rn) in REASON_NAMES.iter().enumerate() {
+            write!(w, ",\"{rn}\":{{")?;
+            for (di, dn) in DISTANCE_NAMES.iter().enumerate() {
+                if di > 0 {
+                    w.write_char(',')?;
+                }
+                write!(w, "\"{dn}\":{}", self.counts[ri][di])?;
+            }
+            w.write_char('}')?;
+        }
+        w.write_char('}')
+    }
+}
+
+macro_rules! counters {
+    ($(#[$m:meta])* $name:ident { $($(#[$fm:meta])* $f:ident),* $(,)? }) => {
+        $(#[$m])*
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+        pub struct $name { $($(#[$fm])* pub $f: u64),* }
+        impl $name {
+            /// Add every counter of `o`.
+            pub fn accumulate(&mut self, o: &Self) {
+                $( self.$f += o.$f; )*
+            }
+
+            /// Counter-wise `self - before` (saturating).
+            pub fn since(&self, before: &Self) -> Self {
+                Self { $( $f: self.$f.saturating_sub(before.$f) ),* }
+            }
+
+            /// JSON object with one field per counter.
+            pub fn write_json(&self, w: &mut impl Write) -> fmt::Result {
+                w.write_char('{')?;
+                let mut _first = true;
+                $(
+                    if !_first { w.write_char(',')?; }
+                    _first = false;
+                    write!(w, "\"{}\":{}", stringify!($f), self.$f)?;
+                )*
+                w.write_char('}')
+            }
+        }
+    };
+}
+
+counters!(
+    /// Wakeup-path decisions (select_task_rq_fair, wake_affine, wake_wide).
+    WakeStats {
+        /// TTWU wakeups.
+        nr_wakeups,
+        /// ... with WF_SYNC.
+        nr_wakeups_sync,
+        /// ... that changed CPU.
+        nr_wakeups_migrate,
+        /// ... placed on the waker's CPU (`ttwu_local`).
+        nr_wakeups_local,
+        /// ... placed elsewhere.
+        nr_wakeups_remote,
+        /// wake_wide() said "spread".
+        wake_wide_hits,
+        /// wake_affine() invoked.
+        wake_affine_attempts,
+        /// wake_affine() chose the waker's CPU (`ttwu_move_affine`).
+        wake_affine_success,
+        /// wake_affine_idle decided.
+        wa_idle_decided,
+        /// wake_affine_weight decided for this_cpu.
+        wa_weight_this,
+        /// Slow path (find_idlest_cpu) used on wakeup.
+        wake_slow_path,
+        /// Forced placement by a WAKEE_* seed switch.
+        wake_forced,
+    }
+);
+
+counters!(
+    /// select_idle_sibling: which branch chose the CPU, and scanning effort
+    /// (cf. Mel Gorman's sis_* debug counters).
+    SisStats {
+        /// Searches entered.
+        sis_search,
+        /// Branch 1: target idle.
+        sis_target,
+        /// Branch 2: prev idle.
+        sis_prev,
+        /// Branch 3: per-CPU kthread stacking on prev.
+        sis_kthread,
+        /// Branch 4: recent_used_cpu idle.
+        sis_recent,
+        /// Branch 7: idle SMT sibling of prev.
+        sis_smt,
+        /// Branch 8: select_idle_cpu found a fully idle core.
+        sis_idle_core,
+        /// Branch 8: select_idle_cpu found an idle CPU.
+        sis_idle_cpu,
+        /// Branch 9: nothing found, target returned.
+        sis_fallback,
+        /// Scans of the LLC performed (select_idle_cpu entered).
+        sis_domain_search,
+        /// CPUs examined in scans.
+        sis_scanned,
+        /// Scans that found nothing.
+        sis_failed,
+        /// SIS_UTIL said the LLC is overloaded (nr == 1) and skipped the scan.
+        sis_util_skip,
+        /// Scan skipped because nr_busy_cpus == llc size (IDLE_ACCT_ENTRY).
+        sis_busy_skip,
+        /// Idle core found through the IDLE_CORE_HINT.
+        sis_hint_hit,
+        /// has_idle_cores cleared after a failed full scan.
+        has_idle_cores_cleared,
+    }
+);
+
+counters!(
+    /// Load balancing (/proc/schedstat domain fields, summed over domains).
+    LbStats {
+        /// sched_balance_rq calls.
+        lb_count,
+        /// Found balanced.
+        lb_balanced,
+        /// Found imbalance but moved nothing.
+        lb_failed,
+        /// Tasks moved.
+        lb_gained,
+        /// Tasks moved although cache hot (forced by failures).
+        lb_hot_gained,
+        /// No busiest queue.
+        lb_nobusyq,
+        /// No busiest group.
+        lb_nobusyg,
+        /// Rejected: cache hot.
+        lb_failed_hot,
+        /// Rejected: running.
+        lb_failed_running,
+        /// Active balance started.
+        alb_count,
+        /// Active balance moved a task.
+        alb_pushed,
+        /// Active balance found nothing to move.
+        alb_failed,
+        /// Newly-idle balance attempts.
+        newidle_count,
+        /// Newly-idle skipped (avg_idle or not overloaded).
+        newidle_skipped,
+        /// Newly-idle balance pulled something.
+        newidle_pulled,
+    }
+);
+
+counters!(
+    /// Runqueue-level events.
+    RqStats {
+        /// Context switches (next != prev).
+        nr_switches,
+        /// Switches to idle (`sched_goidle`).
+        sched_goidle,
+        /// Ticks handled.
+        nr_ticks,
+        /// Tick preemptions requested.
+        tick_preempt,
+        /// Wakeup preemptions requested.
+        wakeup_preempt,
+        /// Forks.
+        nr_forks,
+        /// Exits.
+        nr_exits,
+        /// Idle entries.
+        idle_enter,
+        /// Idle exits.
+        idle_exit,
+    }
+);
+
+/// All statistics of one run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SchedStats {
+    /// Wakeup decisions.
+    pub wake: WakeStats,
+    /// select_idle_sibling branches.
+    pub sis: SisStats,
+    /// Load balancing.
+    pub lb: LbStats,
+    /// Load balancing split by domain level name ("SMT", "MC", "PKG", "NUMA", ...).
+    pub lb_by_domain: Vec<(&'static str, LbStats)>,
+    /// Runqueue events.
+    pub rq: RqStats,
+    /// Migrations by reason and distance.
+    pub migrations: MigrationStats,
+    /// Runqueue wait time (ns from enqueue/put-back to pick).
+    pub wait_ns: Log2Histogram,
+    /// select_idle_cpu scan lengths (CPUs examined per scan).
+    pub scan_len: Log2Histogram,
+    /// wake_up_new_task target counts per CPU.
+    pub fork_targets: Vec<u64>,
+}
+
+impl SchedStats {
+    /// Empty statistics for `nr_cpus` CPUs.
+    pub fn new(nr_cpus: usize) -> Self {
+        SchedStats {
+            wake: WakeStats::default(),
+            sis: SisStats::default(),
+            lb: LbStats::default(),
+            lb_by_domain: Vec::new(),
+            rq: RqStats::default(),
+            migrations: MigrationStats::default(),
+            wait_ns: Log2Histogram::default(),
+            scan_len: Log2Histogram::default(),
+            fork_targets: vec![0; nr_cpus],
+        }
+    }
+
+    /// The per-domain counters of `name`, created on first use.
+    pub fn lb_domain(&mut self, name: &'static str) -> &mut LbStats {
+        let i = match self.lb_by_domain.iter().position(|(n, _)| *n == name) {
+            Some(i) => i,
+            None => {
+                self.lb_by_domain.push((name, LbStats::default()));
+                self.lb_by_domain.len() - 1
+            }
+        };
+        &mut self.lb_by_domain[i].1
+    }
+
+    /// One JSON object with every section.
+    pub fn write_json(&self, w: &mut impl Write) -> fmt::Result {
+        w.write_str("{\"wake\":")?;
+        self.wake.write_json(w)?;
+        w.write_str(",\"sis\":")?;
+        self.sis.write_json(w)?;
+        w.write_str(",\"lb\":")?;
+        self.lb.write_json(w)?;
+        w.write_str(",\"lb_by_domain\":{")?;
+        for (i, (name, lb)) in self.lb_by_domain.iter().enumerate() {
+            if i > 0 {
+                w.write_char(',')?;
+            }
+            write!(w, "\"{name}\":")?;
+            lb.write_json(w)?;
+        }
+        w.write_str("},\"rq\":")?;
+        self.rq.write_json(w)?;
+        w.write_str(",\"migrations\":")?;
+        self.migrations.write_json(w)?;
+        w.write_str(",\"wait_ns\":")?;
+        self.wait_ns.write_json(w)?;
+        w.write_str(",\"scan_len\":")?;
+        self.scan_len.write_json(w)?;
+        w.write_str(",\"fork_targets\":[")?;
+        for (i, n) in self.fork_targets.iter().enumerate() {
+            if i > 0 {
+                w.write_char(',')?;
+            }
+            write!(w, "{n}")?;
+        }
+        w.write_str("]}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_is_well_formed() {
+        let mut s = SchedStats::new(3);
+        s.wake.nr_wakeups = 5;
+        s.migrations
+            .record(MigrationReason::Balance, MigrationDistance::SameLlc);
+        s.migrations
+            .record(MigrationReason::Wakeup, MigrationDistance::OtherNode);
+        s.fork_targets[2] = 7;
+        s.wait_ns.record(1500);
+        let mut out = String::new();
+        s.write_json(&mut out).unwrap();
+        assert!(out.contains("\"nr_wakeups\":5"));
+        assert!(out.contains("\"balance\":{\"same_cpu\":0,\"smt_sibling\":0,\"same_llc\":1"));
+        assert!(out.ends_with("\"fork_targets\":[0,0,7]}"));
+        assert_eq!(out.matches('{').count(), out.matches('}').count());
+        assert_eq!(s.migrations.total(), 2);
+        assert_eq!(s.migrations.by_reason(MigrationReason::Wakeup), 1);
+        assert_eq!(s.migrations.by_distance(MigrationDistance::SameLlc), 1);
+    }
+}

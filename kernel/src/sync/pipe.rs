@@ -1,0 +1,162 @@
+//! A Unix-like pipe: a bounded byte ring with blocking `read`/`write`, and a
+//! bidirectional socketpair-like channel made of two pipes. Like Linux's
+//! pipe_write, writers wake readers with WF_SYNC (the writer usually goes on
+//! to wait for the answer), which is what wake_affine's sync path is about.
+
+use alloc::collections::VecDeque;
+use alloc::sync::Arc;
+
+use super::IrqSpinLock;
+use crate::task::{self, WaitQueue};
+
+struct State {
+    buf: VecDeque<u8>,
+    capacity: usize,
+    writer_open: bool,
+    reader_open: bool,
+}
+
+struct Inner {
+    state: IrqSpinLock<State>,
+    readers: WaitQueue,
+    writers: WaitQueue,
+}
+
+/// Write end of a pipe.
+pub struct PipeWriter(Arc<Inner>);
+/// Read end of a pipe.
+pub struct PipeReader(Arc<Inner>);
+
+/// Linux's default pipe size is 16 pages; schedlab's messages are small.
+pub const DEFAULT_CAPACITY: usize = 4096;
+
+/// Creates a pipe holding at most `capacity` bytes.
+pub fn pipe(capacity: usize) -> (PipeWriter, PipeReader) {
+    let inner = Arc::new(Inner {
+        state: IrqSpinLock::new(State {
+            buf: VecDeque::with_capacity(capacity),
+            capacity,
+            writer_open: true,
+            reader_open: true,
+        }),
+        readers: WaitQueue::new(),
+        writers: WaitQueue::new(),
+    });
+    (PipeWriter(inner.clone()), PipeReader(inner))
+}
+
+/// Error of a write whose reader is gone (EPIPE).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BrokenPipe;
+
+impl PipeWriter {
+    /// Writes all of `data`, blocking while the pipe is full.
+    pub fn write(&self, mut data: &[u8]) -> Result<(), BrokenPipe> {
+        let p = &self.0;
+        while !data.is_empty() {
+            let wrote = {
+                let mut s = p.state.lock();
+                if !s.reader_open {
+                    return Err(BrokenPipe);
+                }
+                let room = s.capacity - s.buf.len();
+                let n = room.min(data.len());
+                s.buf.extend(&data[..n]);
+                if n == 0 {
+                    p.writers.prepare();
+                }
+                n
+            };
+            if wrote == 0 {
+                task::block();
+                continue;
+            }
+            p.writers.finish();
+            data = &data[wrote..];
+            p.readers.wake_one(true);
+        }
+        Ok(())
+    }
+}
+
+impl PipeReader {
+    /// Reads at least one byte (up to `out.len()`), blocking while empty;
+    /// returns 0 at end of file (writer closed and pipe drained).
+    pub fn read(&self, out: &mut [u8]) -> usize {
+        let p = &self.0;
+        loop {
+            {
+                let mut s = p.state.lock();
+                if !s.buf.is_empty() {
+                    let n = out.len().min(s.buf.len());
+                    for (dst, src) in out.iter_mut().zip(s.buf.drain(..n)) {
+                        *dst = src;
+                    }
+                    drop(s);
+                    p.readers.finish();
+                    p.writers.wake_one(true);
+                    return n;
+                }
+                if !s.writer_open {
+                    drop(s);
+                    p.readers.finish();
+                    return 0;
+                }
+                p.readers.prepare();
+            }
+            task::block();
+        }
+    }
+
+    /// Reads exactly `out.len()` bytes; false on end of file first.
+    pub fn read_exact(&self, out: &mut [u8]) -> bool {
+        let mut done = 0;
+        while done < out.len() {
+            let n = self.read(&mut out[done..]);
+            if n == 0 {
+                return false;
+            }
+            done += n;
+        }
+        true
+    }
+}
+
+impl Drop for PipeWriter {
+    fn drop(&mut self) {
+        self.0.state.lock().writer_open = false;
+        self.0.readers.wake_all(false);
+    }
+}
+
+impl Drop for PipeReader {
+    fn drop(&mut self) {
+        self.0.state.lock().reader_open = false;
+        self.0.writers.wake_all(false);
+    }
+}
+
+/// One end of a bidirectional channel (like a socketpair).
+pub struct Socket {
+    tx: PipeWriter,
+    rx: PipeReader,
+}
+
+/// Two connected sockets: what one writes, the other reads.
+pub fn socketpair(capacity: usize) -> (Socket, Socket) {
+    let (a_tx, b_rx) = pipe(capacity);
+    let (b_tx, a_rx) = pipe(capacity);
+    (Socket { tx: a_tx, rx: a_rx }, Socket { tx: b_tx, rx: b_rx })
+}
+
+impl Socket {
+    /// Sends all of `data`.
+    pub fn send(&self, data: &[u8]) -> Result<(), BrokenPipe> {
+        self.tx.write(data)
+    }
+
+    /// Receives exactly `out.len()` bytes; false if the peer closed first.
+    pub fn recv_exact(&self, out: &mut [u8]) -> bool {
+        self.rx.read_exact(out)
+    }
+}
