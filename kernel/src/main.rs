@@ -100,7 +100,6 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
     task::spawn(
         task::SpawnOptions {
             name: "main".into(),
-            pinned: Some(0),
             ..Default::default()
         },
         move || end(experiments::run(&experiment, &args, machine)),

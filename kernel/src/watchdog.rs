@@ -85,6 +85,62 @@ pub fn on_tick() {
     }
 }
 
+/// Whether the watchdog has fired (NMIs are then requests for a report).
+pub fn fired() -> bool {
+    FIRED.load(Ordering::Acquire)
+}
+
+/// NMI handler on a stuck CPU: prints where it is (RIP and the top of its
+/// stack, which xtask symbolises into a likely call chain), then parks.
+pub fn nmi_report(frame: &crate::arch::trap::TrapFrame) -> ! {
+    let me = percpu::cpu_index();
+    let mut stack = String::from("[");
+    for i in 0..48u64 {
+        let addr = frame.rsp + i * 8;
+        // Stop at the end of the page holding rsp: stacks are page-backed heap
+        // memory, so this never touches an unmapped page.
+        if addr & !0xFFF != frame.rsp & !0xFFF {
+            break;
+        }
+        // SAFETY: `addr` lies in the same page as the interrupted stack
+        // pointer, which is mapped (the CPU just pushed the frame below it).
+        let word = unsafe { core::ptr::read_volatile(addr as *const u64) };
+        let _ = write!(stack, "{}{word}", if i > 0 { "," } else { "" });
+    }
+    stack.push(']');
+    log::error!(
+        "CPU {me} was at RIP {:#x} (RSP {:#x}, RFLAGS {:#x})",
+        frame.rip,
+        frame.rsp,
+        frame.rflags
+    );
+    Record::new("stuck_cpu")
+        .u64("cpu", me as u64)
+        .u64("rip", frame.rip)
+        .u64("rsp", frame.rsp)
+        .raw("stack", &stack)
+        .emit();
+    NMI_COUNT.fetch_add(1, Ordering::AcqRel);
+    crate::arch::cpu::halt_forever()
+}
+
+static NMI_COUNT: AtomicU64 = AtomicU64::new(0);
+
+/// Stops every other CPU with an NMI; each prints where it was. Waits up to
+/// two seconds for their answers.
+fn nmi_all_others() {
+    let me = percpu::cpu_index();
+    let mut sent = 0;
+    for p in percpu::all().filter(|p| p.cpu != me && p.online.load(Ordering::Acquire)) {
+        crate::arch::apic::send_nmi(p.apic_id);
+        sent += 1;
+    }
+    let until = time::now_ns() + 2_000_000_000;
+    while NMI_COUNT.load(Ordering::Acquire) < sent && time::now_ns() < until {
+        core::hint::spin_loop();
+    }
+}
+
 fn fire(reason: &str, stuck_cpu: Option<usize>) {
     if FIRED.swap(true, Ordering::SeqCst) {
         return;
@@ -131,6 +187,8 @@ fn fire(reason: &str, stuck_cpu: Option<usize>) {
         rec = rec.u64("stuck_cpu", c as u64);
     }
     rec.emit();
+    // Where is every other CPU? Each answers the NMI with its RIP and stack.
+    nmi_all_others();
     Record::new("exit")
         .str("status", ExitCode::Watchdog.name())
         .emit();

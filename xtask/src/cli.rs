@@ -187,11 +187,14 @@ impl RunArgs {
     pub fn boot_config(&self) -> Result<bootcfg::BootConfig> {
         let mut pairs = Vec::new();
         for a in &self.args {
-            let (k, v) = a.split_once('=').with_context(|| format!("--arg {a}: expected KEY=VALUE"))?;
+            let (k, v) = a
+                .split_once('=')
+                .with_context(|| format!("--arg {a}: expected KEY=VALUE"))?;
             pairs.push(format!("{k}:{v}"));
         }
         if !self.features.is_empty() {
-            sched::Features::parse(&self.features).map_err(|e| anyhow::anyhow!("--features {}: {e}", self.features))?;
+            sched::Features::parse(&self.features)
+                .map_err(|e| anyhow::anyhow!("--features {}: {e}", self.features))?;
         }
         let text = format!(
             "experiment={}\nlog={}\nlabel={}\nhz={}\npick={}\nfeatures={}\nargs={}\n",

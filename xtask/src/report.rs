@@ -34,6 +34,9 @@ pub fn print(result: &RunResult, kernel_elf: &Path) {
     if let Some(f) = result.record("fault") {
         print_fault(result, f, kernel_elf);
     }
+    for stuck in result.records_of("stuck_cpu") {
+        print_stuck(result, stuck, kernel_elf);
+    }
     for (line, err) in &result.bad_records {
         println!("malformed record ({err}): {line}");
     }
@@ -89,6 +92,25 @@ fn print_fault(result: &RunResult, f: &Value, kernel_elf: &Path) {
             if let Some(place) = symbolize::locate(kernel_elf, rip, offset) {
                 println!("       in {place}");
             }
+        }
+    }
+}
+
+/// A CPU the watchdog found stuck: its RIP, and the stack words that are
+/// kernel code addresses (most likely return addresses, innermost first).
+fn print_stuck(result: &RunResult, s: &Value, kernel_elf: &Path) {
+    let offset = result
+        .record("boot")
+        .map_or(0, |b| u(&b["kernel_image_offset"]));
+    let rip = u(&s["rip"]);
+    println!("stuck CPU {} at RIP {rip:#x}", u(&s["cpu"]));
+    if let Some(place) = symbolize::locate(kernel_elf, rip, offset) {
+        println!("       in {place}");
+    }
+    let words = s["stack"].as_array().cloned().unwrap_or_default();
+    for w in words.iter().filter_map(Value::as_u64) {
+        if let Some(place) = symbolize::locate(kernel_elf, w, offset) {
+            println!("    called from {place}");
         }
     }
 }

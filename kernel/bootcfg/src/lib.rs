@@ -192,7 +192,11 @@ fn valid_label(s: &str) -> bool {
 /// Splits experiment arguments into `(key, value)` pairs; `None` if malformed.
 /// Keys and values use `[A-Za-z0-9_.-]`.
 pub fn parse_args(s: &str) -> Option<alloc::vec::Vec<(&str, &str)>> {
-    let ok = |t: &str| !t.is_empty() && t.bytes().all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b));
+    let ok = |t: &str| {
+        !t.is_empty()
+            && t.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b))
+    };
     if s.is_empty() {
         return Some(alloc::vec::Vec::new());
     }
@@ -256,7 +260,10 @@ impl BootConfig {
                 }
                 6 => {
                     if parse_args(value).is_none() {
-                        return Err(ConfigError::BadArgs { line, value: value.to_string() });
+                        return Err(ConfigError::BadArgs {
+                            line,
+                            value: value.to_string(),
+                        });
                     }
                     cfg.args = value.to_string();
                 }
@@ -406,8 +413,14 @@ mod tests {
             })
         );
         assert!(BootConfig::parse(b"hz=abc").is_err());
-        assert!(matches!(BootConfig::parse(b"args=threads"), Err(ConfigError::BadArgs { .. })));
-        assert!(matches!(BootConfig::parse(b"args=a:1,,b:2"), Err(ConfigError::BadArgs { .. })));
+        assert!(matches!(
+            BootConfig::parse(b"args=threads"),
+            Err(ConfigError::BadArgs { .. })
+        ));
+        assert!(matches!(
+            BootConfig::parse(b"args=a:1,,b:2"),
+            Err(ConfigError::BadArgs { .. })
+        ));
         assert_eq!(
             parse_args("threads:64,mode:pipe").unwrap(),
             [("threads", "64"), ("mode", "pipe")]

@@ -123,6 +123,10 @@ pub struct Task {
     pub stats: TaskStats,
     /// A per-CPU kernel thread (never migrated by the balancer).
     pub is_percpu_kthread: bool,
+    /// The one CPU the task may run on (Linux `nr_cpus_allowed == 1`, as
+    /// after `kthread_bind` or a one-CPU `sched_setaffinity`): wakeups go
+    /// there without a placement decision and the balancer never moves it.
+    pub bound_cpu: Option<CpuId>,
 }
 
 impl Task {
@@ -152,6 +156,7 @@ impl Task {
             wait_start: 0,
             stats: TaskStats::default(),
             is_percpu_kthread: false,
+            bound_cpu: None,
         }
     }
 

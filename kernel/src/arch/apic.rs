@@ -156,6 +156,11 @@ pub fn send_ipi(apic_id: u32, vector: u8) {
     send_icr(apic_id, vector as u32);
 }
 
+/// Sends a non-maskable interrupt to `apic_id` (delivery mode NMI).
+pub fn send_nmi(apic_id: u32) {
+    send_icr(apic_id, 0x0000_4400);
+}
+
 /// INIT IPI (assert), the first step of starting an AP.
 pub fn send_init(apic_id: u32) {
     send_icr(apic_id, 0x0000_4500);

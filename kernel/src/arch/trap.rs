@@ -113,6 +113,7 @@ pub struct TrapFrame {
 extern "sysv64" fn trap_dispatch(frame: &mut TrapFrame) {
     let vector = frame.vector as u8;
     match vector {
+        2 if crate::watchdog::fired() => crate::watchdog::nmi_report(frame),
         0..32 => crate::fault::cpu_exception(frame),
         apic::TIMER_VECTOR => {
             timer::handle_tick();

@@ -15,22 +15,35 @@ pub struct Args<'a> {
 impl<'a> Args<'a> {
     /// Parses the configuration's argument string (validated by `bootcfg`).
     pub fn new(experiment: &'a str, raw: &'a str) -> Args<'a> {
-        Args { pairs: bootcfg::parse_args(raw).unwrap_or_default(), used: Vec::new(), experiment }
+        Args {
+            pairs: bootcfg::parse_args(raw).unwrap_or_default(),
+            used: Vec::new(),
+            experiment,
+        }
     }
 
     /// An unsigned integer argument within `range`, or `default`.
-    pub fn u64(&mut self, key: &'a str, default: u64, range: core::ops::RangeInclusive<u64>) -> Result<u64, String> {
+    pub fn u64(
+        &mut self,
+        key: &'a str,
+        default: u64,
+        range: core::ops::RangeInclusive<u64>,
+    ) -> Result<u64, String> {
         self.used.push(key);
         match self.pairs.iter().find(|(k, _)| *k == key) {
             None => Ok(default),
-            Some((_, v)) => v.parse::<u64>().ok().filter(|n| range.contains(n)).ok_or_else(|| {
-                alloc::format!(
-                    "experiment '{}': argument {key}={v} must be an integer in {}..={}",
-                    self.experiment,
-                    range.start(),
-                    range.end()
-                )
-            }),
+            Some((_, v)) => v
+                .parse::<u64>()
+                .ok()
+                .filter(|n| range.contains(n))
+                .ok_or_else(|| {
+                    alloc::format!(
+                        "experiment '{}': argument {key}={v} must be an integer in {}..={}",
+                        self.experiment,
+                        range.start(),
+                        range.end()
+                    )
+                }),
         }
     }
 

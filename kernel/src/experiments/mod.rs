@@ -4,6 +4,7 @@
 mod args;
 mod boot;
 mod faults;
+mod latency;
 mod stress;
 
 use crate::arch::qemu::ExitCode;
@@ -16,6 +17,7 @@ pub fn run(name: &str, raw_args: &str, machine: &Machine) -> ExitCode {
     let mut a = args::Args::new(name, raw_args);
     let result = match name {
         "stress" => stress::run(machine, &mut a),
+        "latency" => latency::run(machine, &mut a),
         _ => Ok(run_simple(name, machine)),
     };
     let result = result.and_then(|code| a.finish().map(|()| code));
@@ -23,7 +25,10 @@ pub fn run(name: &str, raw_args: &str, machine: &Machine) -> ExitCode {
         Ok(code) => code,
         Err(msg) => {
             log::error!("{msg}");
-            Record::new("error").str("kind", "experiment").str("message", &msg).emit();
+            Record::new("error")
+                .str("kind", "experiment")
+                .str("message", &msg)
+                .emit();
             ExitCode::Failure
         }
     }

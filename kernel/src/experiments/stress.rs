@@ -22,7 +22,7 @@ use crate::arch::qemu::ExitCode;
 use crate::arch::{percpu, time};
 use crate::machine::Machine;
 use crate::record::Record;
-use crate::sync::{Barrier, Mutex, pipe, socketpair};
+use crate::sync::{Barrier, Mutex, Semaphore, pipe, socketpair};
 use crate::task::{self, SpawnOptions};
 use crate::watchdog;
 
@@ -46,18 +46,30 @@ struct Books {
 
 struct Group {
     counter: Mutex<u64>,
+    /// At most two mixers of a group in a heavy compute section at once.
+    heavy: Semaphore,
     barrier: Barrier,
     /// First barrier round after which the mixers stop (u64::MAX = not yet).
     stop_round: AtomicU64,
 }
 
-fn spawn_worker(books: &Arc<Books>, name: String, f: impl FnOnce() + Send + 'static) -> task::JoinHandle {
+fn spawn_worker(
+    books: &Arc<Books>,
+    name: String,
+    f: impl FnOnce() + Send + 'static,
+) -> task::JoinHandle {
     books.spawned.fetch_add(1, Ordering::Relaxed);
     let b = books.clone();
-    task::spawn(SpawnOptions { name, ..Default::default() }, move || {
-        f();
-        b.finished.fetch_add(1, Ordering::Relaxed);
-    })
+    task::spawn(
+        SpawnOptions {
+            name,
+            ..Default::default()
+        },
+        move || {
+            f();
+            b.finished.fetch_add(1, Ordering::Relaxed);
+        },
+    )
 }
 
 fn producer(books: &Books, tx: crate::sync::pipe::PipeWriter, deadline: u64, mut rng: Rng) {
@@ -88,11 +100,17 @@ fn consumer(books: &Books, rx: crate::sync::pipe::PipeReader) -> Result<(), Stri
         if !(1..=256).contains(&len) || !rx.read_exact(&mut body[..len]) {
             return Err(alloc::format!("pipe framing broken: length {len}"));
         }
-        if body[..len].iter().enumerate().any(|(i, &b)| b != (i as u8) ^ (len as u8)) {
+        if body[..len]
+            .iter()
+            .enumerate()
+            .any(|(i, &b)| b != (i as u8) ^ (len as u8))
+        {
             return Err(String::from("pipe message corrupted"));
         }
         books.messages_received.fetch_add(1, Ordering::Relaxed);
-        books.bytes_received.fetch_add(len as u64, Ordering::Relaxed);
+        books
+            .bytes_received
+            .fetch_add(len as u64, Ordering::Relaxed);
     }
     Ok(())
 }
@@ -103,7 +121,9 @@ fn mixer(books: &Arc<Books>, g: &Group, leader: bool, deadline: u64, mut rng: Rn
         for _ in 0..1 + rng.below(4) {
             match rng.below(6) {
                 0 => {
+                    g.heavy.down();
                     compute(500 + rng.below(20_000));
+                    g.heavy.up();
                 }
                 1 => {
                     books.sleeps.fetch_add(1, Ordering::Relaxed);
@@ -127,7 +147,9 @@ fn mixer(books: &Arc<Books>, g: &Group, leader: bool, deadline: u64, mut rng: Rn
                     let handles: Vec<_> = (0..n)
                         .map(|_| {
                             books.forks.fetch_add(1, Ordering::Relaxed);
-                            spawn_worker(books, String::from("sleeper"), || task::sleep_ns(1_000_000))
+                            spawn_worker(books, String::from("sleeper"), || {
+                                task::sleep_ns(1_000_000)
+                            })
                         })
                         .collect();
                     handles.into_iter().for_each(task::JoinHandle::join);
@@ -158,7 +180,11 @@ pub fn run(_m: &Machine, args: &mut Args<'_>) -> Result<ExitCode, String> {
     let duration_ns = args.u64("duration_ms", 2000, 10..=3_600_000)? * 1_000_000;
     let seed = args.u64("seed", 1, 0..=u64::MAX)?;
     let groups = threads.div_ceil(GROUP);
-    log::info!("stress: {} worker threads in {groups} groups for {} ms", groups * GROUP, duration_ns / 1_000_000);
+    log::info!(
+        "stress: {} worker threads in {groups} groups for {} ms",
+        groups * GROUP,
+        duration_ns / 1_000_000
+    );
 
     let books = Arc::new(Books::default());
     let failures = Arc::new(crate::sync::IrqSpinLock::new(Vec::<String>::new()));
@@ -169,57 +195,82 @@ pub fn run(_m: &Machine, args: &mut Args<'_>) -> Result<ExitCode, String> {
     let mut handles = Vec::new();
     let mut group_state = Vec::new();
     for gi in 0..groups {
-        let g = Arc::new(Group { counter: Mutex::new(0), barrier: Barrier::new(MIXERS), stop_round: AtomicU64::new(u64::MAX) });
+        let g = Arc::new(Group {
+            counter: Mutex::new(0),
+            heavy: Semaphore::new(2),
+            barrier: Barrier::new(MIXERS),
+            stop_round: AtomicU64::new(u64::MAX),
+        });
         group_state.push(g.clone());
-        let base = seed.wrapping_mul(1_000_003).wrapping_add(gi as u64 * GROUP as u64);
+        let base = seed
+            .wrapping_mul(1_000_003)
+            .wrapping_add(gi as u64 * GROUP as u64);
         let (tx, rx) = pipe(1024);
         let b = books.clone();
-        handles.push(spawn_worker(&books, alloc::format!("prod{gi}"), move || producer(&b, tx, deadline, Rng::new(base))));
+        handles.push(spawn_worker(
+            &books,
+            alloc::format!("prod{gi}"),
+            move || producer(&b, tx, deadline, Rng::new(base)),
+        ));
         let (b, f) = (books.clone(), failures.clone());
-        handles.push(spawn_worker(&books, alloc::format!("cons{gi}"), move || {
-            if let Err(e) = consumer(&b, rx) {
-                f.lock().push(e);
-            }
-        }));
+        handles.push(spawn_worker(
+            &books,
+            alloc::format!("cons{gi}"),
+            move || {
+                if let Err(e) = consumer(&b, rx) {
+                    f.lock().push(e);
+                }
+            },
+        ));
         let (client, server) = socketpair(256);
         let b = books.clone();
-        handles.push(spawn_worker(&books, alloc::format!("client{gi}"), move || {
-            let mut rng = Rng::new(base + 1);
-            let mut buf = [0u8; 32];
-            while time::now_ns() < deadline {
-                let tag = rng.next_u64().to_le_bytes();
-                buf[..8].copy_from_slice(&tag);
-                if client.send(&buf).is_err() {
-                    break;
+        handles.push(spawn_worker(
+            &books,
+            alloc::format!("client{gi}"),
+            move || {
+                let mut rng = Rng::new(base + 1);
+                let mut buf = [0u8; 32];
+                while time::now_ns() < deadline {
+                    let tag = rng.next_u64().to_le_bytes();
+                    buf[..8].copy_from_slice(&tag);
+                    if client.send(&buf).is_err() {
+                        break;
+                    }
+                    b.messages_sent.fetch_add(1, Ordering::Relaxed);
+                    b.bytes_sent.fetch_add(32, Ordering::Relaxed);
+                    if !client.recv_exact(&mut buf) || buf[..8] != tag {
+                        break;
+                    }
+                    b.messages_received.fetch_add(1, Ordering::Relaxed);
+                    b.bytes_received.fetch_add(32, Ordering::Relaxed);
+                    watchdog::progress();
                 }
-                b.messages_sent.fetch_add(1, Ordering::Relaxed);
-                b.bytes_sent.fetch_add(32, Ordering::Relaxed);
-                if !client.recv_exact(&mut buf) || buf[..8] != tag {
-                    break;
-                }
-                b.messages_received.fetch_add(1, Ordering::Relaxed);
-                b.bytes_received.fetch_add(32, Ordering::Relaxed);
-                watchdog::progress();
-            }
-        }));
+            },
+        ));
         let b = books.clone();
-        handles.push(spawn_worker(&books, alloc::format!("server{gi}"), move || {
-            let mut buf = [0u8; 32];
-            while server.recv_exact(&mut buf) {
-                b.messages_received.fetch_add(1, Ordering::Relaxed);
-                b.bytes_received.fetch_add(32, Ordering::Relaxed);
-                if server.send(&buf).is_err() {
-                    break;
+        handles.push(spawn_worker(
+            &books,
+            alloc::format!("server{gi}"),
+            move || {
+                let mut buf = [0u8; 32];
+                while server.recv_exact(&mut buf) {
+                    b.messages_received.fetch_add(1, Ordering::Relaxed);
+                    b.bytes_received.fetch_add(32, Ordering::Relaxed);
+                    if server.send(&buf).is_err() {
+                        break;
+                    }
+                    b.messages_sent.fetch_add(1, Ordering::Relaxed);
+                    b.bytes_sent.fetch_add(32, Ordering::Relaxed);
                 }
-                b.messages_sent.fetch_add(1, Ordering::Relaxed);
-                b.bytes_sent.fetch_add(32, Ordering::Relaxed);
-            }
-        }));
+            },
+        ));
         for k in 0..MIXERS {
             let (b, g) = (books.clone(), g.clone());
-            handles.push(spawn_worker(&books, alloc::format!("mix{gi}.{k}"), move || {
-                mixer(&b, &g, k == 0, deadline, Rng::new(base + 2 + k as u64))
-            }));
+            handles.push(spawn_worker(
+                &books,
+                alloc::format!("mix{gi}.{k}"),
+                move || mixer(&b, &g, k == 0, deadline, Rng::new(base + 2 + k as u64)),
+            ));
         }
         watchdog::progress();
     }
@@ -230,7 +281,14 @@ pub fn run(_m: &Machine, args: &mut Args<'_>) -> Result<ExitCode, String> {
     let elapsed = time::now_ns() - start;
     watchdog::disarm();
     let (created1, exited1) = task::sched::with(|ks| (ks.created, ks.exited));
-    report(&books, &group_state, &failures.lock(), created1 - created0, exited1 - exited0, elapsed)
+    report(
+        &books,
+        &group_state,
+        &failures.lock(),
+        created1 - created0,
+        exited1 - exited0,
+        elapsed,
+    )
 }
 
 fn report(
@@ -249,27 +307,74 @@ fn report(
             problems.push(what);
         }
     };
-    check(v(&books.spawned) == v(&books.finished), alloc::format!("spawned {} but {} finished", v(&books.spawned), v(&books.finished)));
+    check(
+        v(&books.spawned) == v(&books.finished),
+        alloc::format!(
+            "spawned {} but {} finished",
+            v(&books.spawned),
+            v(&books.finished)
+        ),
+    );
     // The experiment's own threads plus nothing else were created meanwhile.
-    check(created == v(&books.spawned), alloc::format!("scheduler created {created} threads, experiment spawned {}", v(&books.spawned)));
-    check(created == exited, alloc::format!("scheduler: {created} threads created but {exited} exited"));
-    check(v(&books.messages_sent) == v(&books.messages_received), alloc::format!("{} messages sent, {} received", v(&books.messages_sent), v(&books.messages_received)));
-    check(v(&books.bytes_sent) == v(&books.bytes_received), alloc::format!("{} bytes sent, {} received", v(&books.bytes_sent), v(&books.bytes_received)));
-    check(counted == v(&books.mutex_increments), alloc::format!("mutex counters {counted} != increments {}", v(&books.mutex_increments)));
+    check(
+        created == v(&books.spawned),
+        alloc::format!(
+            "scheduler created {created} threads, experiment spawned {}",
+            v(&books.spawned)
+        ),
+    );
+    check(
+        created == exited,
+        alloc::format!("scheduler: {created} threads created but {exited} exited"),
+    );
+    check(
+        v(&books.messages_sent) == v(&books.messages_received),
+        alloc::format!(
+            "{} messages sent, {} received",
+            v(&books.messages_sent),
+            v(&books.messages_received)
+        ),
+    );
+    check(
+        v(&books.bytes_sent) == v(&books.bytes_received),
+        alloc::format!(
+            "{} bytes sent, {} received",
+            v(&books.bytes_sent),
+            v(&books.bytes_received)
+        ),
+    );
+    check(
+        counted == v(&books.mutex_increments),
+        alloc::format!(
+            "mutex counters {counted} != increments {}",
+            v(&books.mutex_increments)
+        ),
+    );
 
     let mut per_cpu = String::from("[");
     let mut idle_cpus = Vec::new();
     for p in percpu::all().filter(|p| p.online.load(Ordering::Acquire)) {
         let cs = task::sched::cpu_state(p.cpu as usize);
-        let (sw, mig) = (cs.switches.load(Ordering::Relaxed), cs.migrations_in.load(Ordering::Relaxed));
+        let (sw, mig) = (
+            cs.switches.load(Ordering::Relaxed),
+            cs.migrations_in.load(Ordering::Relaxed),
+        );
         if sw == 0 {
             idle_cpus.push(p.cpu);
         }
         let sep = if per_cpu.len() > 1 { "," } else { "" };
-        let _ = write!(per_cpu, "{sep}{{\"cpu\":{},\"context_switches\":{sw},\"migrations_in\":{mig},\"ticks\":{}}}", p.cpu, p.ticks.load(Ordering::Relaxed));
+        let _ = write!(
+            per_cpu,
+            "{sep}{{\"cpu\":{},\"context_switches\":{sw},\"migrations_in\":{mig},\"ticks\":{}}}",
+            p.cpu,
+            p.ticks.load(Ordering::Relaxed)
+        );
     }
     per_cpu.push(']');
-    check(idle_cpus.is_empty(), alloc::format!("CPUs without a context switch: {idle_cpus:?}"));
+    check(
+        idle_cpus.is_empty(),
+        alloc::format!("CPUs without a context switch: {idle_cpus:?}"),
+    );
     let mut sched_stats = String::new();
     task::sched::with(|ks| {
         let _ = ks.core.core.stats.write_json(&mut sched_stats);
@@ -287,7 +392,14 @@ fn report(
         .u64("sleeps", v(&books.sleeps))
         .u64("elapsed_ns", elapsed)
         .raw("per_cpu", &per_cpu)
-        .raw("sched", if sched_stats.is_empty() { "null" } else { &sched_stats })
+        .raw(
+            "sched",
+            if sched_stats.is_empty() {
+                "null"
+            } else {
+                &sched_stats
+            },
+        )
         .bool("balanced", problems.is_empty())
         .emit();
     if problems.is_empty() {

@@ -8,7 +8,7 @@ use core::alloc::{GlobalAlloc, Layout};
 use core::ptr::NonNull;
 
 use linked_list_allocator::Heap;
-use spin::mutex::TicketMutex as Mutex;
+use spin::Mutex;
 use x86_64::instructions::interrupts;
 
 struct KernelHeap(Mutex<Heap>);

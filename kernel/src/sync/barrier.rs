@@ -19,7 +19,14 @@ impl Barrier {
     /// A barrier for `n` (>= 1) threads.
     pub fn new(n: usize) -> Self {
         assert!(n >= 1, "barrier for zero threads");
-        Barrier { n, state: IrqSpinLock::new(State { arrived: 0, generation: 0 }), waiters: WaitQueue::new() }
+        Barrier {
+            n,
+            state: IrqSpinLock::new(State {
+                arrived: 0,
+                generation: 0,
+            }),
+            waiters: WaitQueue::new(),
+        }
     }
 
     /// Waits for the others; returns true in exactly one thread per round

@@ -11,6 +11,6 @@ pub mod spinlock;
 
 pub use barrier::Barrier;
 pub use mutex::Mutex;
-pub use pipe::{Socket, pipe, socketpair};
+pub use pipe::{pipe, socketpair};
 pub use semaphore::Semaphore;
 pub use spinlock::IrqSpinLock;

@@ -28,7 +28,11 @@ pub struct MutexGuard<'a, T> {
 impl<T> Mutex<T> {
     /// A new unlocked mutex.
     pub const fn new(value: T) -> Self {
-        Mutex { locked: IrqSpinLock::new(false), waiters: WaitQueue::new(), data: UnsafeCell::new(value) }
+        Mutex {
+            locked: IrqSpinLock::new(false),
+            waiters: WaitQueue::new(),
+            data: UnsafeCell::new(value),
+        }
     }
 
     /// Blocks until the mutex is ours.

@@ -27,9 +27,6 @@ pub struct PipeWriter(Arc<Inner>);
 /// Read end of a pipe.
 pub struct PipeReader(Arc<Inner>);
 
-/// Linux's default pipe size is 16 pages; schedlab's messages are small.
-pub const DEFAULT_CAPACITY: usize = 4096;
-
 /// Creates a pipe holding at most `capacity` bytes.
 pub fn pipe(capacity: usize) -> (PipeWriter, PipeReader) {
     let inner = Arc::new(Inner {

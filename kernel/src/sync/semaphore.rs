@@ -12,7 +12,10 @@ pub struct Semaphore {
 impl Semaphore {
     /// A semaphore holding `count` permits.
     pub const fn new(count: u64) -> Self {
-        Semaphore { count: IrqSpinLock::new(count), waiters: WaitQueue::new() }
+        Semaphore {
+            count: IrqSpinLock::new(count),
+            waiters: WaitQueue::new(),
+        }
     }
 
     /// Takes a permit, blocking while there is none.

@@ -8,7 +8,7 @@
 
 use core::ops::{Deref, DerefMut};
 
-use spin::mutex::{TicketMutex as Mutex, TicketMutexGuard as MutexGuard};
+use spin::{Mutex, MutexGuard};
 use x86_64::instructions::interrupts;
 
 /// Spinlock with interrupts off while held.

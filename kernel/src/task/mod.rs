@@ -8,5 +8,5 @@ pub mod switch;
 pub mod thread;
 pub mod wait;
 
-pub use sched::{JoinHandle, SpawnOptions, block, current, exit, sleep_ns, spawn, wake, yield_now};
+pub use sched::{JoinHandle, SpawnOptions, block, sleep_ns, spawn, yield_now};
 pub use wait::WaitQueue;

@@ -122,10 +122,23 @@ fn this_cpu() -> usize {
     percpu::cpu_index() as usize
 }
 
-/// The running thread, if any (None on the idle context).
+/// Takes the scheduler lock and only then reads the CPU number: with
+/// interrupts on, a thread can be preempted and migrated between reading the
+/// CPU and locking, and would then act on the wrong CPU's state.
+fn lock_here() -> (IrqGuard<'static, Option<KernelSched>>, usize) {
+    let g = SCHED.lock();
+    (g, this_cpu())
+}
+
+/// The running thread, if any (None on the idle context). Interrupts are
+/// off while the per-CPU cell is locked: a tick that switches threads takes
+/// the same cell, and must not find it held by the code it interrupted (nor
+/// may the thread migrate between reading the CPU number and locking).
 pub fn current() -> Option<Arc<Thread>> {
-    CPUS.get()
-        .and_then(|c| c[this_cpu()].current.lock().clone())
+    x86_64::instructions::interrupts::without_interrupts(|| {
+        CPUS.get()
+            .and_then(|c| c[this_cpu()].current.lock().clone())
+    })
 }
 
 impl KernelSched {
@@ -168,8 +181,18 @@ impl KernelSched {
             .clone()
             .take(limit)
             .map(|s| {
-                let pending = if s.wake_pending { " (wake pending)" } else { "" };
-                alloc::format!("thread {} '{}': {:?}{pending}", s.thread.id, s.thread.name, s.state)
+                let pending = if s.wake_pending {
+                    " (wake pending)"
+                } else {
+                    ""
+                };
+                alloc::format!(
+                    "thread {} '{}' (nice {}): {:?}{pending}",
+                    s.thread.id,
+                    s.thread.name,
+                    s.thread.nice,
+                    s.state
+                )
             })
             .collect();
         let n = live.count();
@@ -197,7 +220,6 @@ impl KernelSched {
                 slot.wake_pending = true;
                 Vec::new()
             }
-            ThreadState::Dead => Vec::new(),
         }
     }
 }
@@ -221,6 +243,11 @@ fn switch_locked(mut g: IrqGuard<'_, Option<KernelSched>>, cpu: usize) {
         ks.slot(id).thread.clone()
     });
     let irq_was_on = g.unlock_keep_irqs_off();
+    debug_assert!(
+        !x86_64::instructions::interrupts::are_enabled(),
+        "switch with interrupts on"
+    );
+    debug_assert_eq!(cpu, this_cpu(), "switch_locked for the wrong CPU");
     send_ipis(&sw.resched, cpu);
     let cs = cpu_state(cpu);
     let prev = cs.current.lock().clone();
@@ -245,9 +272,13 @@ fn switch_locked(mut g: IrqGuard<'_, Option<KernelSched>>, cpu: usize) {
         };
         let (load, next_on_cpu) = match &next {
             Some(n) => (n.rsp.as_ptr() as *const u64, &n.on_cpu as *const AtomicBool),
-            None => (cs.idle_rsp.as_ptr() as *const u64, &cs.idle_on_cpu as *const AtomicBool),
+            None => (
+                cs.idle_rsp.as_ptr() as *const u64,
+                &cs.idle_on_cpu as *const AtomicBool,
+            ),
         };
-        cs.current_id.store(next.as_ref().map_or(0, |n| n.id + 1), Ordering::Relaxed);
+        cs.current_id
+            .store(next.as_ref().map_or(0, |n| n.id + 1), Ordering::Relaxed);
         *cs.current.lock() = next;
         *cs.prev.lock() = prev;
         cs.switches.fetch_add(1, Ordering::Relaxed);
@@ -308,11 +339,6 @@ impl JoinHandle {
         }
         wq.finish();
     }
-
-    /// The thread.
-    pub fn thread(&self) -> &Arc<Thread> {
-        &self.thread
-    }
 }
 
 /// Options of a new thread.
@@ -320,7 +346,8 @@ impl JoinHandle {
 pub struct SpawnOptions {
     pub name: String,
     pub nice: i32,
-    /// Bind to this CPU at creation (no placement decision).
+    /// Bind to this CPU for the thread's whole life (no placement decisions,
+    /// never balanced away).
     pub pinned: Option<usize>,
 }
 
@@ -328,9 +355,8 @@ pub struct SpawnOptions {
 /// (`select_task_rq` with SD_BALANCE_FORK) unless pinned.
 pub fn spawn(opts: SpawnOptions, f: impl FnOnce() + Send + 'static) -> JoinHandle {
     let body: Box<dyn FnOnce() + Send> = Box::new(f);
-    let cpu = this_cpu();
+    let (mut g, cpu) = lock_here();
     let now = time::now_ns();
-    let mut g = SCHED.lock();
     let ks = g.as_mut().expect("scheduler not initialised");
     let id = ks.free_ids.pop().unwrap_or_else(|| {
         ks.slots.push(None);
@@ -348,7 +374,7 @@ pub fn spawn(opts: SpawnOptions, f: impl FnOnce() + Send + 'static) -> JoinHandl
     let res = match opts.pinned {
         Some(c) => ks
             .core
-            .wake_up_new_task_on(parent, c, opts.nice, TaskPolicy::Normal, now),
+            .wake_up_new_task_bound(parent, c, opts.nice, TaskPolicy::Normal, now),
         None => ks
             .core
             .wake_up_new_task(parent, cpu, opts.nice, TaskPolicy::Normal, now),
@@ -366,8 +392,12 @@ pub fn spawn(opts: SpawnOptions, f: impl FnOnce() + Send + 'static) -> JoinHandl
     });
     ks.created += 1;
     let local = res.resched.contains(&cpu);
-    drop(g);
+    // IPIs go out before interrupts come back, so `cpu` is still this CPU.
+    let irq_was_on = g.unlock_keep_irqs_off();
     send_ipis(&res.resched, cpu);
+    if irq_was_on {
+        x86_64::instructions::interrupts::enable();
+    }
     if local {
         preempt_point();
     }
@@ -376,8 +406,7 @@ pub fn spawn(opts: SpawnOptions, f: impl FnOnce() + Send + 'static) -> JoinHandl
 
 /// Reschedules if the core asked this CPU to (thread context, interrupts on).
 pub fn preempt_point() {
-    let cpu = this_cpu();
-    let g = SCHED.lock();
+    let (g, cpu) = lock_here();
     let need = g.as_ref().is_some_and(|ks| ks.core.need_resched(cpu));
     if need {
         switch_locked(g, cpu);
@@ -386,16 +415,14 @@ pub fn preempt_point() {
 
 /// Gives the CPU to another runnable thread, if the policy prefers one.
 pub fn yield_now() {
-    let cpu = this_cpu();
-    let g = SCHED.lock();
+    let (g, cpu) = lock_here();
     switch_locked(g, cpu);
 }
 
 /// Blocks the current thread until a wakeup (returns at once if a wakeup
 /// arrived since it last blocked). Callers re-check their condition.
 pub fn block() {
-    let cpu = this_cpu();
-    let mut g = SCHED.lock();
+    let (mut g, cpu) = lock_here();
     let ks = g.as_mut().expect("scheduler not initialised");
     let id = ks.current_id(cpu).expect("block() outside a thread");
     let slot = ks.slot(id);
@@ -412,12 +439,15 @@ pub fn block() {
 /// has interrupts off (interrupt handlers, exit path).
 pub fn wake(t: &Arc<Thread>, sync: bool) {
     let may_preempt = x86_64::instructions::interrupts::are_enabled();
-    let cpu = this_cpu();
-    let mut g = SCHED.lock();
+    let (mut g, cpu) = lock_here();
     let ks = g.as_mut().expect("scheduler not initialised");
     let resched = ks.wake_locked(t, sync, cpu, time::now_ns());
-    drop(g);
+    // IPIs go out before interrupts come back, so `cpu` is still this CPU.
+    g.unlock_keep_irqs_off();
     send_ipis(&resched, cpu);
+    if may_preempt {
+        x86_64::instructions::interrupts::enable();
+    }
     if resched.contains(&cpu) && may_preempt {
         preempt_point();
     }
@@ -433,25 +463,24 @@ pub fn sleep_ns(ns: u64) {
     }
 }
 
-/// Ends the current thread: wakes its joiners, leaves the core, switches
-/// away for good. Interrupts stay off throughout, so nothing preempts the
-/// thread between telling joiners and leaving.
+/// Ends the current thread: leaves the core (the books count it as exited
+/// from here on), wakes its joiners, switches away for good. Interrupts stay
+/// off throughout, so nothing preempts the thread between these steps.
 pub fn exit() -> ! {
     x86_64::instructions::interrupts::disable();
-    let cpu = this_cpu();
-    {
-        let me = current().expect("exit() outside a thread");
-        me.exited.store(true, Ordering::Release);
-        me.exit_wq.wake_all(false);
-    }
-    let mut g = SCHED.lock();
+    let me = current().expect("exit() outside a thread");
+    let (mut g, cpu) = lock_here();
     let ks = g.as_mut().expect("scheduler not initialised");
-    let id = ks.current_id(cpu).expect("exit() outside a thread");
     let task = ks.core.exit(cpu, time::now_ns());
     ks.thread_of_task[task.0 as usize] = None;
-    drop(ks.slots[id].take());
-    ks.free_ids.push(id);
+    drop(ks.slots[me.id].take());
+    ks.free_ids.push(me.id);
     ks.exited += 1;
+    me.exited.store(true, Ordering::Release);
+    drop(g);
+    me.exit_wq.wake_all(false);
+    drop(me);
+    let (g, cpu) = lock_here();
     switch_locked(g, cpu);
     unreachable!("an exited thread was scheduled again")
 }
@@ -460,8 +489,21 @@ pub fn exit() -> ! {
 /// tick (PELT, preemption, periodic balance), then preemption if needed.
 pub fn on_tick() {
     let cpu = this_cpu();
+    // An idle CPU does not queue behind busy ones just to account an idle
+    // tick: if the lock is taken, its scheduler work waits for the next tick
+    // (a light form of Linux's NO_HZ idle; wakeups still reach it by IPI).
+    let idle = CPUS
+        .get()
+        .is_some_and(|c| c[cpu].current_id.load(Ordering::Relaxed) == 0);
+    let mut g = if idle {
+        match SCHED.try_lock() {
+            Some(g) => g,
+            None => return,
+        }
+    } else {
+        SCHED.lock()
+    };
     let now = time::now_ns();
-    let mut g = SCHED.lock();
     let Some(ks) = g.as_mut() else { return };
     let mut resched = Vec::new();
     while let Some(&Reverse((deadline, id))) = ks.sleepers.peek() {

@@ -14,7 +14,7 @@ use super::wait::WaitQueue;
 pub type ThreadId = usize;
 
 /// Default stack size of a kernel thread.
-pub const STACK_BYTES: usize = 16 * 1024;
+pub const STACK_BYTES: usize = 64 * 1024;
 /// Written at the lowest words of every stack; a changed value means overflow.
 const CANARY: u64 = 0x5CED_1AB5_7ACC_0DE5;
 const CANARY_WORDS: usize = 4;
@@ -26,8 +26,6 @@ pub enum ThreadState {
     Runnable,
     /// Blocked in the scheduler core (waiting for a wakeup).
     Blocked,
-    /// Exited; its stack is freed once its CPU switched away.
-    Dead,
 }
 
 /// One kernel thread.

@@ -82,9 +82,4 @@ impl WaitQueue {
         }
         all.len()
     }
-
-    /// Number of threads waiting.
-    pub fn len(&self) -> usize {
-        self.waiters.lock().len()
-    }
 }

@@ -83,7 +83,9 @@ pub fn task_hot(core: &SchedCore, env: &LbEnv, p: TaskId) -> bool {
 
 /// `can_migrate_task()` (no affinity masks in this core).
 pub fn can_migrate_task(core: &mut SchedCore, env: &LbEnv, p: TaskId, active: bool) -> bool {
-    if core.tasks[p].is_percpu_kthread {
+    // Linux: kthread_is_per_cpu(), or dst_cpu not in p->cpus_ptr.
+    if core.tasks[p].is_percpu_kthread || core.tasks[p].bound_cpu.is_some_and(|c| c != env.dst_cpu)
+    {
         return false;
     }
     if core.rqs[env.src_cpu].curr == Some(p) {

@@ -255,3 +255,37 @@ fn numa_imbalance_allowance() {
         "dst busy enough: balance"
     );
 }
+
+#[test]
+fn bound_task_wakes_on_its_cpu_and_is_never_balanced_away() {
+    let mut s = two_sockets("");
+    // A task bound to CPU 3 at creation, then blocked.
+    let p = s
+        .wake_up_new_task_bound(None, 3, 0, TaskPolicy::Normal, 10)
+        .task;
+    assert_eq!(s.schedule(3, 20).next, Some(p));
+    s.block(3, 30);
+    s.schedule(3, 30);
+    // Woken from CPU 0 with every other CPU idle: still CPU 3.
+    let w = run_on(&mut s, 0, 40);
+    assert_eq!(
+        s.wake_up(p, 0, true, 50).cpu,
+        3,
+        "bound wakee stays on its CPU"
+    );
+    let _ = w;
+    // Overload CPU 3; CPU 4 idles and balances: p must stay.
+    for i in 0..3 {
+        s.wake_up_new_task_on(None, 3, 0, TaskPolicy::Normal, 60 + i);
+    }
+    for t in 0..200u64 {
+        let now = 1_000_000 + t * 4_000_000;
+        for cpu in 0..8 {
+            s.tick(cpu, now);
+            if s.need_resched(cpu) {
+                s.schedule(cpu, now);
+            }
+        }
+    }
+    assert_eq!(s.task(p).cpu, 3, "balancer moved a bound task");
+}

@@ -26,8 +26,8 @@ impl<P: SchedPolicy> Scheduler<P> {
         self.new_task(parent, this_cpu, None, nice, tpolicy, now)
     }
 
-    /// `wake_up_new_task()` for a task bound to `cpu` at creation
-    /// (`kthread_bind`-style): no placement decision.
+    /// `wake_up_new_task()` for a task started on `cpu` without a fork
+    /// placement decision; later wakeups and balancing treat it normally.
     pub fn wake_up_new_task_on(
         &mut self,
         parent: Option<TaskId>,
@@ -37,6 +37,22 @@ impl<P: SchedPolicy> Scheduler<P> {
         now: u64,
     ) -> WakeupResult {
         self.new_task(parent, cpu, Some(cpu), nice, tpolicy, now)
+    }
+
+    /// `wake_up_new_task()` for a task bound to `cpu` for its whole life
+    /// (`kthread_bind`, or a one-CPU affinity mask): it starts there, every
+    /// wakeup returns there and the balancer never moves it.
+    pub fn wake_up_new_task_bound(
+        &mut self,
+        parent: Option<TaskId>,
+        cpu: CpuId,
+        nice: i32,
+        tpolicy: TaskPolicy,
+        now: u64,
+    ) -> WakeupResult {
+        let r = self.new_task(parent, cpu, Some(cpu), nice, tpolicy, now);
+        self.core.tasks[r.task].bound_cpu = Some(cpu);
+        r
     }
 
     fn new_task(
@@ -143,9 +159,14 @@ impl<P: SchedPolicy> Scheduler<P> {
         if sync {
             flags = flags.or(WakeFlags::SYNC);
         }
-        let cpu = self
-            .policy
-            .select_cpu(&mut self.core, p, prev, waker_cpu, flags, now);
+        // select_task_rq(): only tasks allowed on more than one CPU get a
+        // placement decision.
+        let cpu = match self.core.tasks[p].bound_cpu {
+            Some(c) => c,
+            None => self
+                .policy
+                .select_cpu(&mut self.core, p, prev, waker_cpu, flags, now),
+        };
         let core = &mut self.core;
         core.stats.wake.nr_wakeups += 1;
         core.tasks[p].stats.nr_wakeups += 1;
@@ -238,7 +259,7 @@ impl<P: SchedPolicy> Scheduler<P> {
     pub fn sched_exec(&mut self, cpu: CpuId, now: u64) -> Option<CpuId> {
         let now = self.core.update_rq_clock(cpu, now);
         let p = self.core.rqs[cpu].curr?;
-        if !self.core.tasks[p].se.on_rq {
+        if !self.core.tasks[p].se.on_rq || self.core.tasks[p].bound_cpu.is_some() {
             return None;
         }
         let dest = self

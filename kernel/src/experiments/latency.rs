@@ -1,0 +1,197 @@
+//! `latency`: pipe ping-pong round trips between two threads bound to CPUs at
+//! increasing topology distance (same CPU, SMT sibling, same LLC, other LLC
+//! in the node, other node), timed with the TSC, plus the context-switch cost
+//! on one CPU. This is `perf bench sched pipe` / lmbench `lat_ctx` in shape.
+//!
+//! Arguments: `rounds` (round trips per placement, default 2000).
+//!
+//! Under QEMU/TCG these are emulation times (instruction counts, or host
+//! time with multi-threaded TCG), not hardware latencies: compare placements
+//! with each other, not with real machines.
+
+use alloc::string::String;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::fmt::Write;
+
+use super::args::Args;
+use crate::arch::qemu::ExitCode;
+use crate::arch::time;
+use crate::machine::Machine;
+use crate::record::Record;
+use crate::sync::{IrqSpinLock, pipe};
+use crate::task::{self, SpawnOptions};
+use crate::watchdog;
+
+/// Round-trip statistics of one placement, in ns.
+struct Rtt {
+    name: &'static str,
+    a: usize,
+    b: usize,
+    sorted: Vec<u64>,
+}
+
+impl Rtt {
+    fn pct(&self, p: usize) -> u64 {
+        let n = self.sorted.len();
+        self.sorted[((n * p).div_ceil(100)).clamp(1, n) - 1]
+    }
+
+    fn mean(&self) -> u64 {
+        self.sorted.iter().sum::<u64>() / self.sorted.len() as u64
+    }
+}
+
+/// The partner of CPU `a` at each distance, if the machine has one.
+fn placements(m: &Machine, a: usize) -> Vec<(&'static str, usize)> {
+    let t = &m.topology;
+    let ca = &t.cpus[a];
+    let find = |pred: &dyn Fn(&topology::CpuTopo) -> bool| {
+        t.cpus
+            .iter()
+            .find(|c| c.cpu != a && m.is_online(c.cpu) && pred(c))
+            .map(|c| c.cpu)
+    };
+    let mut v = alloc::vec![("same_cpu", a)];
+    let rels: [(&'static str, &dyn Fn(&topology::CpuTopo) -> bool); 4] = [
+        ("smt_sibling", &|c| c.core == ca.core),
+        ("same_llc", &|c| c.core != ca.core && c.llc == ca.llc),
+        ("other_llc_same_node", &|c| {
+            c.llc != ca.llc && c.node == ca.node
+        }),
+        ("other_node", &|c| c.node != ca.node),
+    ];
+    for (name, pred) in rels {
+        if let Some(b) = find(pred) {
+            v.push((name, b));
+        }
+    }
+    v
+}
+
+fn ping_pong(name: &'static str, a: usize, b: usize, rounds: usize) -> Rtt {
+    let (to_b, from_a) = pipe(64);
+    let (to_a, from_b) = pipe(64);
+    let samples = Arc::new(IrqSpinLock::new(Vec::with_capacity(rounds)));
+    let out = samples.clone();
+    let echo = task::spawn(
+        SpawnOptions {
+            name: "pong".into(),
+            pinned: Some(b),
+            ..Default::default()
+        },
+        move || {
+            let mut byte = [0u8; 1];
+            while from_a.read(&mut byte) == 1 {
+                if to_a.write(&byte).is_err() {
+                    break;
+                }
+            }
+        },
+    );
+    let pinger = task::spawn(
+        SpawnOptions {
+            name: "ping".into(),
+            pinned: Some(a),
+            ..Default::default()
+        },
+        move || {
+            let mut byte = [0u8; 1];
+            let mut local = Vec::with_capacity(rounds);
+            for i in 0..rounds {
+                let t0 = time::rdtsc();
+                if to_b.write(&[i as u8]).is_err() || from_b.read(&mut byte) != 1 {
+                    break;
+                }
+                local.push(time::tsc_to_ns(time::rdtsc() - t0));
+                if i % 64 == 0 {
+                    watchdog::progress();
+                }
+            }
+            *out.lock() = local;
+            // Dropping `to_b` ends the echo thread.
+        },
+    );
+    pinger.join();
+    echo.join();
+    let mut sorted = core::mem::take(&mut *samples.lock());
+    sorted.sort_unstable();
+    Rtt { name, a, b, sorted }
+}
+
+/// Runs the experiment.
+pub fn run(m: &Machine, args: &mut Args<'_>) -> Result<ExitCode, String> {
+    let rounds = args.u64("rounds", 2000, 10..=1_000_000)? as usize;
+    watchdog::arm(30_000_000_000);
+    let mut results = Vec::new();
+    for (name, b) in placements(m, 0) {
+        let r = ping_pong(name, 0, b, rounds);
+        if r.sorted.len() != rounds {
+            return Err(alloc::format!(
+                "{name}: only {} of {rounds} round trips completed",
+                r.sorted.len()
+            ));
+        }
+        results.push(r);
+    }
+    watchdog::disarm();
+    let hypervisor = core::arch::x86_64::__cpuid(1).ecx & (1 << 31) != 0;
+    let mut json = String::from("[");
+    log::info!(
+        "pipe round trip (ns), {rounds} rounds each{}:",
+        if hypervisor {
+            ", under a hypervisor/emulator"
+        } else {
+            ""
+        }
+    );
+    log::info!(
+        "  {:<20} {:>7} {:>10} {:>10} {:>10} {:>10} {:>10}",
+        "placement",
+        "cpus",
+        "p50",
+        "p90",
+        "p99",
+        "max",
+        "mean"
+    );
+    for (i, r) in results.iter().enumerate() {
+        log::info!(
+            "  {:<20} {:>3},{:<3} {:>10} {:>10} {:>10} {:>10} {:>10}",
+            r.name,
+            r.a,
+            r.b,
+            r.pct(50),
+            r.pct(90),
+            r.pct(99),
+            r.sorted[r.sorted.len() - 1],
+            r.mean()
+        );
+        let _ = write!(
+            json,
+            "{}{{\"placement\":\"{}\",\"cpus\":[{},{}],\"p50_ns\":{},\"p90_ns\":{},\"p99_ns\":{},\"max_ns\":{},\"mean_ns\":{}}}",
+            if i > 0 { "," } else { "" },
+            r.name,
+            r.a,
+            r.b,
+            r.pct(50),
+            r.pct(90),
+            r.pct(99),
+            r.sorted[r.sorted.len() - 1],
+            r.mean()
+        );
+    }
+    json.push(']');
+    // One CPU: a round trip is two context switches plus one pipe write and
+    // read on each side, so half of it bounds one switch (lmbench lat_ctx style).
+    let ctx = results[0].pct(50) / 2;
+    log::info!("context switch on one CPU (half the same-CPU p50 round trip): {ctx} ns");
+    Record::new("latency")
+        .u64("rounds", rounds as u64)
+        .raw("placements", &json)
+        .u64("ctx_switch_ns", ctx)
+        .str("clock", "tsc")
+        .bool("hypervisor", hypervisor)
+        .emit();
+    Ok(ExitCode::Success)
+}
