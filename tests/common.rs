@@ -15,6 +15,10 @@ use xtask::runner::RunResult;
 /// A boot request with the defaults the tests use (2 vCPUs, 256 MiB, BIOS).
 pub struct Boot {
     pub experiment: &'static str,
+    /// Experiment arguments, `key:value` pairs separated by commas.
+    pub args: &'static str,
+    /// Deterministic virtual time (`-icount shift=N`).
+    pub icount: Option<u32>,
     pub firmware: Firmware,
     pub machine: Machine,
     pub timeout: Duration,
@@ -25,6 +29,8 @@ impl Boot {
     pub fn new(experiment: &'static str) -> Boot {
         Boot {
             experiment,
+            args: "",
+            icount: None,
             firmware: Firmware::Bios,
             machine: Machine {
                 memory_mib: 256,
@@ -44,7 +50,7 @@ impl Boot {
         let qemu = QemuConfig {
             machine: self.machine.clone(),
             firmware: self.firmware,
-            icount_shift: None,
+            icount_shift: self.icount,
             seed: None,
             extra_args: Vec::new(),
         };

@@ -114,7 +114,7 @@ pub fn nmi_report(frame: &crate::arch::trap::TrapFrame) -> ! {
         frame.rsp,
         frame.rflags
     );
-    Record::new("stuck_cpu")
+    Record::new("cpu_dump")
         .u64("cpu", me as u64)
         .u64("rip", frame.rip)
         .u64("rsp", frame.rsp)

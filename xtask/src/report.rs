@@ -34,7 +34,7 @@ pub fn print(result: &RunResult, kernel_elf: &Path) {
     if let Some(f) = result.record("fault") {
         print_fault(result, f, kernel_elf);
     }
-    for stuck in result.records_of("stuck_cpu") {
+    for stuck in result.records_of("cpu_dump") {
         print_stuck(result, stuck, kernel_elf);
     }
     for (line, err) in &result.bad_records {
@@ -103,7 +103,7 @@ fn print_stuck(result: &RunResult, s: &Value, kernel_elf: &Path) {
         .record("boot")
         .map_or(0, |b| u(&b["kernel_image_offset"]));
     let rip = u(&s["rip"]);
-    println!("stuck CPU {} at RIP {rip:#x}", u(&s["cpu"]));
+    println!("CPU {} was at RIP {rip:#x}", u(&s["cpu"]));
     if let Some(place) = symbolize::locate(kernel_elf, rip, offset) {
         println!("       in {place}");
     }

@@ -40,8 +40,18 @@ pub const EXPERIMENTS: &[ExperimentInfo] = &[
         test_only: true,
     },
     ExperimentInfo {
+        name: "test-stuck",
+        description: "a thread bound to the last CPU spins with interrupts off (tests the heartbeat watchdog)",
+        test_only: true,
+    },
+    ExperimentInfo {
+        name: "test-deadlock",
+        description: "two threads wait for each other forever (tests the progress watchdog)",
+        test_only: true,
+    },
+    ExperimentInfo {
         name: "test-hang",
-        description: "spin forever without progress (tests the host timeout)",
+        description: "every CPU spins with interrupts off, beyond the watchdog (tests the host timeout)",
         test_only: true,
     },
 ];

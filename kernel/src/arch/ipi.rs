@@ -69,11 +69,15 @@ pub fn call_on_all(func: impl Fn(u32) + Send + Sync + 'static) -> Completion {
         .filter(|p| p.online.load(Ordering::Acquire))
         .collect();
     let pending = Arc::new(AtomicUsize::new(targets.len()));
-    for t in targets {
-        let f = func.clone();
-        let cpu = t.cpu;
-        queue(t, Box::new(move || f(cpu)), &pending);
-    }
+    // With interrupts off, our own (self-)IPI waits until every request is
+    // queued and sent; otherwise it could run first and never return.
+    interrupts::without_interrupts(|| {
+        for t in targets {
+            let f = func.clone();
+            let cpu = t.cpu;
+            queue(t, Box::new(move || f(cpu)), &pending);
+        }
+    });
     Completion(pending)
 }
 

@@ -1,7 +1,13 @@
 //! Test-only experiments that fail on purpose, so the test suite can prove that
 //! faults are visible: each must end the run with its own failing status.
 
+use alloc::sync::Arc;
+
 use crate::arch::qemu::ExitCode;
+use crate::machine::Machine;
+use crate::sync::Semaphore;
+use crate::task::{self, SpawnOptions};
+use crate::watchdog;
 
 /// Panics with a recognisable message.
 pub fn panic() -> ExitCode {
@@ -21,11 +27,69 @@ pub fn page_fault() -> ExitCode {
     ExitCode::Failure
 }
 
-/// Spins forever with interrupts off; only the host's timeout can end it.
+/// Every CPU spins forever with interrupts off (each in a call-function
+/// IPI): no CPU ticks, so not even the in-kernel watchdog can see it; only
+/// the host's wall-clock timeout can end the run.
 pub fn hang() -> ExitCode {
-    log::info!("experiment 'test-hang': spinning forever");
+    log::info!("experiment 'test-hang': every CPU spins forever with interrupts off");
+    let _never = crate::arch::ipi::call_on_all(|_| {
+        loop {
+            core::hint::spin_loop();
+        }
+    });
     x86_64::instructions::interrupts::disable();
     loop {
         core::hint::spin_loop();
     }
+}
+
+/// Binds a thread to the last CPU that spins there with interrupts off: that
+/// CPU stops ticking and its neighbour's heartbeat check must report it.
+pub fn stuck(m: &Machine) -> ExitCode {
+    let cpu = m.topology.nr_cpus() - 1;
+    log::info!("experiment 'test-stuck': a thread on CPU {cpu} spins with interrupts off");
+    task::spawn(
+        SpawnOptions {
+            name: "stuck".into(),
+            pinned: Some(cpu),
+            ..Default::default()
+        },
+        || {
+            x86_64::instructions::interrupts::disable();
+            loop {
+                core::hint::spin_loop();
+            }
+        },
+    )
+    .join();
+    log::error!("the stuck thread returned");
+    ExitCode::Failure
+}
+
+/// Two threads each take one semaphore and wait for the other's: a
+/// deadlock the progress watchdog must report, naming the blocked threads.
+pub fn deadlock() -> ExitCode {
+    log::info!("experiment 'test-deadlock': two threads wait for each other");
+    watchdog::arm(3_000_000_000);
+    let a = Arc::new((Semaphore::new(0), Semaphore::new(0)));
+    let b = a.clone();
+    let t1 = task::spawn(
+        SpawnOptions {
+            name: "waits-for-b".into(),
+            ..Default::default()
+        },
+        move || b.0.down(),
+    );
+    let c = a.clone();
+    let t2 = task::spawn(
+        SpawnOptions {
+            name: "waits-for-a".into(),
+            ..Default::default()
+        },
+        move || c.1.down(),
+    );
+    t1.join();
+    t2.join();
+    log::error!("the deadlocked threads returned");
+    ExitCode::Failure
 }

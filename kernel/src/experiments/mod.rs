@@ -40,6 +40,8 @@ fn run_simple(name: &str, machine: &Machine) -> ExitCode {
         "test-panic" => faults::panic(),
         "test-pagefault" => faults::page_fault(),
         "test-hang" => faults::hang(),
+        "test-stuck" => faults::stuck(machine),
+        "test-deadlock" => faults::deadlock(),
         other => {
             // bootcfg validated the name against the same catalogue, so this
             // means the catalogue and this match disagree: a kernel bug.

@@ -186,8 +186,12 @@ impl KernelSched {
                 } else {
                     ""
                 };
+                let bound = s
+                    .thread
+                    .pinned
+                    .map_or(String::new(), |c| alloc::format!(", bound to CPU {c}"));
                 alloc::format!(
-                    "thread {} '{}' (nice {}): {:?}{pending}",
+                    "thread {} '{}' (nice {}{bound}): {:?}{pending}",
                     s.thread.id,
                     s.thread.name,
                     s.thread.nice,

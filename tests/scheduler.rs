@@ -1,0 +1,119 @@
+//! The scheduler running for real: the stress experiment's books balance on
+//! a small SMP machine (debug kernel, so the core's debug assertions run),
+//! the latency experiment measures every placement, and the watchdog catches
+//! a stuck CPU and a deadlock with a readable report.
+
+use std::time::Duration;
+
+use schedlab_tests::Boot;
+use serde_json::Value;
+use xtask::machine::Machine;
+use xtask::outcome::Outcome;
+
+fn u(v: &Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+fn small_smp() -> Machine {
+    Machine {
+        sockets: 2,
+        cores: 1,
+        threads: 2,
+        numa_nodes: 2,
+        memory_mib: 512,
+        ..Machine::default()
+    }
+}
+
+#[test]
+fn stress_books_balance_and_every_cpu_switches() {
+    let mut b = Boot::new("stress");
+    b.machine = small_smp();
+    b.args = "threads:64,duration_ms:1000,seed:7";
+    b.timeout = Duration::from_secs(240);
+    let r = b.expect(Outcome::Success);
+    let s = r.record("stress").expect("stress record");
+    assert_eq!(s["balanced"], true, "{s}");
+    assert!(u(&s["threads_created"]) >= 64);
+    assert_eq!(s["threads_created"], s["threads_exited"]);
+    assert_eq!(s["messages_sent"], s["messages_received"]);
+    assert_eq!(s["bytes_sent"], s["bytes_received"]);
+    assert!(u(&s["messages_sent"]) > 0 && u(&s["barrier_rounds"]) > 0 && u(&s["forks"]) > 0);
+    let per_cpu = s["per_cpu"].as_array().unwrap();
+    assert_eq!(per_cpu.len(), 4);
+    for c in per_cpu {
+        assert!(u(&c["context_switches"]) > 0, "{c}");
+    }
+    // The core's own counters came along.
+    assert!(u(&s["sched"]["rq"]["nr_forks"]) >= u(&s["threads_created"]));
+}
+
+#[test]
+fn latency_measures_every_placement() {
+    let mut b = Boot::new("latency");
+    b.machine = small_smp();
+    b.args = "rounds:200";
+    b.timeout = Duration::from_secs(240);
+    let r = b.expect(Outcome::Success);
+    let l = r.record("latency").expect("latency record");
+    let names: Vec<&str> = l["placements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["placement"].as_str().unwrap())
+        .collect();
+    // 2 sockets x 1 core x 2 threads, one node per socket: no "same LLC,
+    // other core" and no "other LLC in the node" pair exists.
+    assert_eq!(names, ["same_cpu", "smt_sibling", "other_node"]);
+    for p in l["placements"].as_array().unwrap() {
+        let (p50, p99, max) = (u(&p["p50_ns"]), u(&p["p99_ns"]), u(&p["max_ns"]));
+        assert!(0 < p50 && p50 <= p99 && p99 <= max, "{p}");
+    }
+    assert!(u(&l["ctx_switch_ns"]) > 0);
+}
+
+#[test]
+fn watchdog_reports_a_cpu_that_stopped_ticking() {
+    let mut b = Boot::new("test-stuck");
+    b.timeout = Duration::from_secs(120);
+    let r = b.expect(Outcome::Watchdog);
+    let w = r.record("watchdog").expect("watchdog record");
+    assert_eq!(w["stuck_cpu"], 1);
+    assert!(
+        w["reason"]
+            .as_str()
+            .unwrap()
+            .contains("CPU 1 has not ticked"),
+        "{w}"
+    );
+    let cpus: Vec<&str> = w["cpus"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    assert!(
+        cpus.iter()
+            .any(|c| c.starts_with("CPU 1: running") && c.contains("'stuck'")),
+        "{cpus:?}"
+    );
+    // The stuck CPU answered the NMI with where it was.
+    assert!(r.records_of("cpu_dump").any(|d| d["cpu"] == 1));
+    assert_eq!(r.record("exit").unwrap()["status"], "watchdog");
+}
+
+#[test]
+fn watchdog_reports_a_deadlock_with_the_blocked_threads() {
+    let mut b = Boot::new("test-deadlock");
+    b.timeout = Duration::from_secs(120);
+    let r = b.expect(Outcome::Watchdog);
+    let w = r.record("watchdog").expect("watchdog record");
+    assert!(w["reason"].as_str().unwrap().contains("no progress"), "{w}");
+    let text = w["cpus"].to_string();
+    assert!(
+        text.contains("'waits-for-a'")
+            && text.contains("'waits-for-b'")
+            && text.contains("Blocked"),
+        "{text}"
+    );
+}
