@@ -21,7 +21,7 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 pub enum Cmd {
     /// Build the kernel and a disk image, boot it in QEMU, print the report.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Run every test: host unit/property tests, then QEMU integration tests.
     Test(TestArgs),
     /// Build the kernel ELF and the image builder only.
@@ -32,6 +32,9 @@ pub enum Cmd {
     },
     /// List the experiments and topology presets.
     List,
+    /// Host benchmarks of the scheduler core (enqueue/pick/dequeue vs a naive
+    /// baseline, select_task_rq on the 160-CPU topology), side by side.
+    Bench,
     /// Re-capture the ACPI/CPUID fixtures of the topology tests from QEMU
     /// (runs kernel/topology/fixtures/capture.py).
     CaptureFixtures {

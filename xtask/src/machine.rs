@@ -53,7 +53,7 @@ impl Machine {
         );
         ensure!(self.numa_nodes >= 1, "--numa-nodes must be at least 1");
         ensure!(
-            cpus % self.numa_nodes == 0,
+            cpus.is_multiple_of(self.numa_nodes),
             "{cpus} CPUs cannot be split evenly over {} NUMA nodes",
             self.numa_nodes
         );
@@ -62,7 +62,7 @@ impl Machine {
             "--memory must be at least 128 (MiB)"
         );
         ensure!(
-            self.memory_mib % self.numa_nodes == 0,
+            self.memory_mib.is_multiple_of(self.numa_nodes),
             "--memory {} MiB cannot be split evenly over {} NUMA nodes",
             self.memory_mib,
             self.numa_nodes

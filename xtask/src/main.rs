@@ -34,6 +34,11 @@ fn main() -> ExitCode {
                 .status()?;
             Ok(if status.success() { 0 } else { 1 })
         }),
+        Cmd::Bench => build::cargo()
+            .args(["bench", "--package", "sched"])
+            .status()
+            .map(|s| if s.success() { 0 } else { 1 })
+            .map_err(Into::into),
         Cmd::List => {
             println!("experiments (--experiment NAME):");
             for e in bootcfg::EXPERIMENTS {

@@ -22,7 +22,7 @@ pub fn page_fault() -> ExitCode {
     // SAFETY: deliberately unsound: this write must fault. Address 0xdead0000 is
     // below the bootloader's mappings (it maps the kernel and physical memory
     // at high addresses), so the page-fault handler ends the run.
-    unsafe { core::ptr::write_volatile(p, 0x5ced_1ab) };
+    unsafe { core::ptr::write_volatile(p, 0x05ce_d1ab) };
     log::error!("write to 0xdead0000 did not fault");
     ExitCode::Failure
 }

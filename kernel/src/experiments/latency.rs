@@ -42,18 +42,21 @@ impl Rtt {
     }
 }
 
+/// Whether a CPU stands in some relation to CPU `a`.
+type Relation<'a> = dyn Fn(&topology::CpuTopo) -> bool + 'a;
+
 /// The partner of CPU `a` at each distance, if the machine has one.
 fn placements(m: &Machine, a: usize) -> Vec<(&'static str, usize)> {
     let t = &m.topology;
     let ca = &t.cpus[a];
-    let find = |pred: &dyn Fn(&topology::CpuTopo) -> bool| {
+    let find = |pred: &Relation<'_>| {
         t.cpus
             .iter()
             .find(|c| c.cpu != a && m.is_online(c.cpu) && pred(c))
             .map(|c| c.cpu)
     };
     let mut v = alloc::vec![("same_cpu", a)];
-    let rels: [(&'static str, &dyn Fn(&topology::CpuTopo) -> bool); 4] = [
+    let rels: [(&'static str, &Relation<'_>); 4] = [
         ("smt_sibling", &|c| c.core == ca.core),
         ("same_llc", &|c| c.core != ca.core && c.llc == ca.llc),
         ("other_llc_same_node", &|c| {
