@@ -43,7 +43,8 @@ impl Machine {
 static SCHEDULER_READY: AtomicBool = AtomicBool::new(false);
 
 /// Lets every CPU enter the scheduler's idle loop.
-pub fn scheduler_ready() {
+pub fn scheduler_ready(nr_cpus: usize) {
+    crate::watchdog::start_heartbeat(nr_cpus);
     SCHEDULER_READY.store(true, Ordering::Release);
 }
 

@@ -134,7 +134,7 @@ fn start_scheduler(m: &machine::Machine, cfg: &BootConfig) {
         .u64("base_slice_ns", sc.tunables.base_slice_ns)
         .emit();
     task::sched::init(topo, sc, nr);
-    machine::scheduler_ready();
+    machine::scheduler_ready(nr);
 }
 
 /// Reports a start-up error (log line + `error` record) and fails the run.

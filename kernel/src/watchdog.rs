@@ -3,8 +3,9 @@
 //!
 //! Two checks, both driven by the timer tick:
 //! - heartbeat: every CPU watches the next CPU's last tick time; a CPU that
-//!   has not ticked for [`HEARTBEAT_TIMEOUT_NS`] is stuck (e.g. spinning with
-//!   interrupts off).
+//!   has not ticked for [`heartbeat_timeout_ns`] is stuck (e.g. spinning with
+//!   interrupts off). Checked once the scheduler runs (bring-up prints large
+//!   records with interrupts off).
 //! - progress: while an experiment has the watchdog armed, it must call
 //!   [`progress`] at least every `timeout`; otherwise it is deadlocked or
 //!   starved.
@@ -21,8 +22,31 @@ use crate::arch::qemu::{self, ExitCode};
 use crate::arch::{percpu, time};
 use crate::record::Record;
 
-/// A CPU without a tick for this long is reported as stuck.
+/// A CPU without a tick for this long is reported as stuck (bare metal).
 pub const HEARTBEAT_TIMEOUT_NS: u64 = 5_000_000_000;
+/// Extra allowance per CPU under a hypervisor or emulator, whose vCPU threads
+/// the host may deschedule (e.g. 192 TCG vCPUs on two host cores).
+const HEARTBEAT_PER_VCPU_NS: u64 = 100_000_000;
+
+static HEARTBEAT_ON: AtomicBool = AtomicBool::new(false);
+static HEARTBEAT_NS: AtomicU64 = AtomicU64::new(HEARTBEAT_TIMEOUT_NS);
+
+/// Starts the heartbeat check for `nr_cpus` CPUs.
+pub fn start_heartbeat(nr_cpus: usize) {
+    let hypervisor = core::arch::x86_64::__cpuid(1).ecx & (1 << 31) != 0;
+    let extra = if hypervisor {
+        HEARTBEAT_PER_VCPU_NS * nr_cpus as u64
+    } else {
+        0
+    };
+    HEARTBEAT_NS.store(HEARTBEAT_TIMEOUT_NS + extra, Ordering::Relaxed);
+    HEARTBEAT_ON.store(true, Ordering::Release);
+}
+
+/// The heartbeat limit in force.
+pub fn heartbeat_timeout_ns() -> u64 {
+    HEARTBEAT_NS.load(Ordering::Relaxed)
+}
 
 static ARMED: AtomicBool = AtomicBool::new(false);
 static TIMEOUT_NS: AtomicU64 = AtomicU64::new(0);
@@ -57,10 +81,12 @@ pub fn on_tick() {
     let online = |c: usize| percpu::get(c).is_some_and(|p| p.online.load(Ordering::Acquire));
     let n = percpu::all().count();
     // Watch the next online CPU in ring order.
-    if let Some(next) = (1..n).map(|i| (me + i) % n).find(|&c| online(c)) {
+    if !HEARTBEAT_ON.load(Ordering::Acquire) {
+        // Not yet: bring-up still prints with interrupts off.
+    } else if let Some(next) = (1..n).map(|i| (me + i) % n).find(|&c| online(c)) {
         let p = percpu::get(next).expect("online CPU has a block");
         let last = p.last_tick_ns.load(Ordering::Relaxed);
-        if last != 0 && now.saturating_sub(last) > HEARTBEAT_TIMEOUT_NS {
+        if last != 0 && now.saturating_sub(last) > heartbeat_timeout_ns() {
             fire(
                 &alloc::format!(
                     "CPU {next} has not ticked for {} ms",
@@ -126,12 +152,19 @@ pub fn nmi_report(frame: &crate::arch::trap::TrapFrame) -> ! {
 
 static NMI_COUNT: AtomicU64 = AtomicU64::new(0);
 
-/// Stops every other CPU with an NMI; each prints where it was. Waits up to
-/// two seconds for their answers.
-fn nmi_all_others() {
+/// Stops other CPUs with an NMI (the stuck one first, at most 16); each
+/// prints where it was. Waits up to two seconds for their answers.
+fn nmi_others(first: Option<usize>) {
     let me = percpu::cpu_index();
     let mut sent = 0;
-    for p in percpu::all().filter(|p| p.cpu != me && p.online.load(Ordering::Acquire)) {
+    // The stuck CPU first, then the others; at most 16 dumps, so a big
+    // machine's report stays readable and fits before the run ends.
+    let others = percpu::all().filter(|p| Some(p.cpu as usize) != first);
+    let order = first.and_then(percpu::get).into_iter().chain(others);
+    for p in order
+        .filter(|p| p.cpu != me && p.online.load(Ordering::Acquire))
+        .take(16)
+    {
         crate::arch::apic::send_nmi(p.apic_id);
         sent += 1;
     }
@@ -188,7 +221,7 @@ fn fire(reason: &str, stuck_cpu: Option<usize>) {
     }
     rec.emit();
     // Where is every other CPU? Each answers the NMI with its RIP and stack.
-    nmi_all_others();
+    nmi_others(stuck_cpu);
     Record::new("exit")
         .str("status", ExitCode::Watchdog.name())
         .emit();

@@ -159,29 +159,27 @@ pub fn run(m: &Machine, args: &mut Args<'_>) -> Result<ExitCode, String> {
         "mean"
     );
     for (i, r) in results.iter().enumerate() {
-        log::info!(
-            "  {:<20} {:>3},{:<3} {:>10} {:>10} {:>10} {:>10} {:>10}",
-            r.name,
-            r.a,
-            r.b,
+        let stats = [
             r.pct(50),
             r.pct(90),
             r.pct(99),
             r.sorted[r.sorted.len() - 1],
-            r.mean()
+            r.mean(),
+        ];
+        let [p50, p90, p99, max, mean] = stats;
+        log::info!(
+            "  {:<20} {:>3},{:<3} {p50:>10} {p90:>10} {p99:>10} {max:>10} {mean:>10}",
+            r.name,
+            r.a,
+            r.b
         );
         let _ = write!(
             json,
-            "{}{{\"placement\":\"{}\",\"cpus\":[{},{}],\"p50_ns\":{},\"p90_ns\":{},\"p99_ns\":{},\"max_ns\":{},\"mean_ns\":{}}}",
+            "{}{{\"placement\":\"{}\",\"cpus\":[{},{}],\"p50_ns\":{p50},\"p90_ns\":{p90},\"p99_ns\":{p99},\"max_ns\":{max},\"mean_ns\":{mean}}}",
             if i > 0 { "," } else { "" },
             r.name,
             r.a,
             r.b,
-            r.pct(50),
-            r.pct(90),
-            r.pct(99),
-            r.sorted[r.sorted.len() - 1],
-            r.mean()
         );
     }
     json.push(']');
