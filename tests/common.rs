@@ -19,6 +19,8 @@ pub struct Boot {
     pub args: &'static str,
     /// Deterministic virtual time (`-icount shift=N`).
     pub icount: Option<u32>,
+    /// How idle CPUs wait: "hlt" or "mwait".
+    pub idle: &'static str,
     pub firmware: Firmware,
     pub machine: Machine,
     pub timeout: Duration,
@@ -31,6 +33,7 @@ impl Boot {
             experiment,
             args: "",
             icount: None,
+            idle: "hlt",
             firmware: Firmware::Bios,
             machine: Machine {
                 memory_mib: 256,
@@ -45,6 +48,8 @@ impl Boot {
         let launcher = Launcher::from_env().expect("kernel build products");
         let config = BootConfig {
             experiment: self.experiment.into(),
+            args: self.args.into(),
+            idle: self.idle.into(),
             ..BootConfig::default()
         };
         let qemu = QemuConfig {

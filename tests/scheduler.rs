@@ -117,3 +117,30 @@ fn watchdog_reports_a_deadlock_with_the_blocked_threads() {
         "{text}"
     );
 }
+
+#[test]
+fn mwait_idle_cpus_still_take_ticks_ipis_and_work() {
+    let mut b = Boot::new("stress");
+    b.machine = small_smp();
+    b.idle = "mwait";
+    b.args = "threads:16,duration_ms:300";
+    b.timeout = Duration::from_secs(240);
+    let r = b.expect(Outcome::Success);
+    assert_eq!(r.record("sched_config").unwrap()["idle"], "mwait");
+    assert_eq!(r.record("stress").unwrap()["balanced"], true);
+}
+
+#[test]
+fn unknown_experiment_argument_is_a_clear_failure() {
+    let mut b = Boot::new("latency");
+    b.args = "roundz:5";
+    let r = b.expect(Outcome::Failure);
+    let e = r.record("error").expect("error record");
+    assert!(
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("no argument 'roundz'"),
+        "{e}"
+    );
+}

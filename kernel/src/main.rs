@@ -132,8 +132,17 @@ fn start_scheduler(m: &machine::Machine, cfg: &BootConfig) {
         .u64("min_granularity_ns", sc.tunables.min_granularity_ns)
         .u64("wakeup_granularity_ns", sc.tunables.wakeup_granularity_ns)
         .u64("base_slice_ns", sc.tunables.base_slice_ns)
+        .str("idle", &cfg.idle)
         .emit();
     task::sched::init(topo, sc, nr);
+    let mwait = cfg.idle == "mwait";
+    if mwait && !arch::cpu::has_monitor_mwait() {
+        fail(
+            "config",
+            "idle=mwait: this CPU has no MONITOR/MWAIT (CPUID.1:ECX[3])",
+        );
+    }
+    task::sched::set_idle_mwait(mwait);
     machine::scheduler_ready(nr);
 }
 

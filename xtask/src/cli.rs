@@ -110,6 +110,10 @@ pub struct RunArgs {
     /// Scheduler feature switches, e.g. WA_IDLE,NO_SIS_UTIL (see docs/scheduler.md).
     #[arg(long, default_value = "")]
     pub features: String,
+    /// How idle CPUs wait: hlt, or mwait (real hardware; under multi-vCPU TCG
+    /// mwait does not sleep, so idle vCPUs spin).
+    #[arg(long, default_value = "hlt")]
+    pub idle: String,
     /// Experiment argument KEY=VALUE (repeatable), e.g. --arg threads=512.
     #[arg(long = "arg", value_name = "KEY=VALUE")]
     pub args: Vec<String>,
@@ -200,14 +204,15 @@ impl RunArgs {
                 .map_err(|e| anyhow::anyhow!("--features {}: {e}", self.features))?;
         }
         let text = format!(
-            "experiment={}\nlog={}\nlabel={}\nhz={}\npick={}\nfeatures={}\nargs={}\n",
+            "experiment={}\nlog={}\nlabel={}\nhz={}\npick={}\nfeatures={}\nargs={}\nidle={}\n",
             self.experiment,
             self.log_level,
             self.label,
             self.hz,
             self.pick,
             self.features,
-            pairs.join(",")
+            pairs.join(","),
+            self.idle
         );
         bootcfg::BootConfig::parse(text.as_bytes()).map_err(|e| {
             // Report in terms of flags rather than config-file lines.

@@ -35,7 +35,7 @@ fn main() -> ExitCode {
             Ok(if status.success() { 0 } else { 1 })
         }),
         Cmd::Bench => build::cargo()
-            .args(["bench", "--package", "sched"])
+            .args(["bench", "--package", "sched", "--bench", "core"])
             .status()
             .map(|s| if s.success() { 0 } else { 1 })
             .map_err(Into::into),

@@ -75,6 +75,8 @@ pub struct BootConfig {
     /// Experiment arguments, `key:value` pairs separated by commas
     /// (e.g. "threads:512,duration_ms:2000"); each experiment checks its keys.
     pub args: String,
+    /// How idle CPUs wait: "hlt" or "mwait".
+    pub idle: String,
 }
 
 /// The experiment run when nothing is configured.
@@ -90,6 +92,7 @@ impl Default for BootConfig {
             pick: String::from("cfs"),
             features: String::new(),
             args: String::new(),
+            idle: String::from("hlt"),
         }
     }
 }
@@ -124,6 +127,8 @@ pub enum ConfigError {
     BadFeatures { line: usize, value: String },
     /// Experiment arguments that are not `key:value` pairs.
     BadArgs { line: usize, value: String },
+    /// An idle method other than hlt / mwait.
+    BadIdle { line: usize, value: String },
 }
 
 impl fmt::Display for ConfigError {
@@ -135,7 +140,7 @@ impl fmt::Display for ConfigError {
             }
             ConfigError::UnknownKey { line, key } => write!(
                 f,
-                "boot config line {line}: unknown key '{key}' (known: experiment, log, label, hz, pick, features, args)"
+                "boot config line {line}: unknown key '{key}' (known: experiment, log, label, hz, pick, features, args, idle)"
             ),
             ConfigError::DuplicateKey { line, key } => {
                 write!(f, "boot config line {line}: key '{key}' given twice")
@@ -159,6 +164,12 @@ impl fmt::Display for ConfigError {
                 f,
                 "boot config line {line}: bad label '{value}' (up to 64 of A-Z a-z 0-9 . _ -)"
             ),
+            ConfigError::BadIdle { line, value } => {
+                write!(
+                    f,
+                    "boot config line {line}: bad idle method '{value}' (hlt or mwait)"
+                )
+            }
             ConfigError::BadArgs { line, value } => write!(
                 f,
                 "boot config line {line}: bad experiment arguments '{value}' (key:value pairs separated by commas)"
@@ -210,7 +221,7 @@ impl BootConfig {
     pub fn parse(bytes: &[u8]) -> Result<BootConfig, ConfigError> {
         let text = core::str::from_utf8(bytes).map_err(|_| ConfigError::NotUtf8)?;
         let mut cfg = BootConfig::default();
-        let mut seen = [false; 7];
+        let mut seen = [false; 8];
         for (i, raw) in text.lines().enumerate() {
             let line = i + 1;
             let content = raw.split('#').next().unwrap_or("").trim();
@@ -229,6 +240,7 @@ impl BootConfig {
                 "pick" => 4,
                 "features" => 5,
                 "args" => 6,
+                "idle" => 7,
                 _ => {
                     return Err(ConfigError::UnknownKey {
                         line,
@@ -257,6 +269,15 @@ impl BootConfig {
                         line,
                         value: value.to_string(),
                     })?;
+                }
+                7 => {
+                    if value != "hlt" && value != "mwait" {
+                        return Err(ConfigError::BadIdle {
+                            line,
+                            value: value.to_string(),
+                        });
+                    }
+                    cfg.idle = value.to_string();
                 }
                 6 => {
                     if parse_args(value).is_none() {
@@ -321,6 +342,8 @@ impl BootConfig {
         s.push_str(self.log_level.name());
         s.push_str("\nhz=");
         s.push_str(&alloc::format!("{}", self.hz));
+        s.push_str("\nidle=");
+        s.push_str(&self.idle);
         s.push_str("\npick=");
         s.push_str(&self.pick);
         s.push('\n');
@@ -357,6 +380,7 @@ mod tests {
             pick: "eevdf".into(),
             features: "WA_IDLE,NO_SIS_UTIL".into(),
             args: "threads:64,duration_ms:500".into(),
+            idle: "mwait".into(),
         };
         assert_eq!(BootConfig::parse(cfg.to_text().as_bytes()), Ok(cfg));
     }
@@ -425,6 +449,10 @@ mod tests {
             parse_args("threads:64,mode:pipe").unwrap(),
             [("threads", "64"), ("mode", "pipe")]
         );
+        assert!(matches!(
+            BootConfig::parse(b"idle=poll"),
+            Err(ConfigError::BadIdle { .. })
+        ));
         assert!(matches!(
             BootConfig::parse(b"pick=rr"),
             Err(ConfigError::BadPick { line: 1, .. })

@@ -27,3 +27,31 @@ pub fn halt_forever() -> ! {
 pub fn cr2() -> u64 {
     x86_64::registers::control::Cr2::read_raw()
 }
+
+/// Whether MONITOR/MWAIT exist (CPUID.1:ECX[3]).
+pub fn has_monitor_mwait() -> bool {
+    __cpuid(1).ecx & (1 << 3) != 0
+}
+
+/// Arms address monitoring on the cache line holding `addr`, then enables
+/// interrupts and waits with MWAIT (C1 hint) until a write to that line or
+/// an interrupt. `sti`'s one-instruction shadow makes the pair atomic, like
+/// `sti; hlt`, so an interrupt already pending ends the wait at once.
+pub fn monitor_mwait(addr: *const u8) {
+    // SAFETY: MONITOR only reads the address for its cache-line tracking
+    // (any mapped address is fine, `addr` comes from a reference); MWAIT
+    // with eax=0 (C1) and ecx=0 has no memory effects. The caller checked
+    // CPUID for MONITOR/MWAIT support.
+    unsafe {
+        core::arch::asm!(
+            "monitor",
+            "xor eax, eax",
+            "sti",
+            "mwait",
+            inout("rax") addr => _,
+            in("ecx") 0,
+            in("edx") 0,
+            options(nostack),
+        );
+    }
+}

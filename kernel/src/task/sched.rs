@@ -68,6 +68,13 @@ pub struct CpuSched {
 }
 
 static SCHED: IrqSpinLock<Option<KernelSched>> = IrqSpinLock::new(None);
+/// Idle CPUs wait with MONITOR/MWAIT instead of HLT.
+static IDLE_MWAIT: AtomicBool = AtomicBool::new(false);
+
+/// Chooses how idle CPUs wait (call before `machine::scheduler_ready`).
+pub fn set_idle_mwait(on: bool) {
+    IDLE_MWAIT.store(on, Ordering::Relaxed);
+}
 static CPUS: Once<Vec<CpuSched>> = Once::new();
 
 /// Per-CPU state of `cpu`.
@@ -553,7 +560,12 @@ pub fn idle_loop() -> ! {
             continue;
         }
         drop(g);
-        // `sti; hlt` is atomic: no wakeup IPI can slip in between.
-        x86_64::instructions::interrupts::enable_and_hlt();
+        // `sti; hlt` (or `sti; mwait`) is atomic: no wakeup IPI can slip in
+        // between. MWAIT also ends on a write to the monitored per-CPU word.
+        if IDLE_MWAIT.load(Ordering::Relaxed) {
+            crate::arch::cpu::monitor_mwait(cpu_state(cpu).current_id.as_ptr() as *const u8);
+        } else {
+            x86_64::instructions::interrupts::enable_and_hlt();
+        }
     }
 }
