@@ -4,7 +4,7 @@
 //! exited, every message and byte sent was received, every mutex increment
 //! landed, and every CPU switched contexts.
 //!
-//! Arguments: `threads` (workers, default 256), `duration_ms` (default 2000),
+//! Arguments: `threads` (workers, default 1024), `duration_ms` (default 2000),
 //! `seed` (default 1).
 //!
 //! Workers come in groups of 8: a pipe producer and consumer, a socketpair
@@ -176,7 +176,7 @@ fn mixer(books: &Arc<Books>, g: &Group, leader: bool, deadline: u64, mut rng: Rn
 
 /// Runs the experiment.
 pub fn run(_m: &Machine, args: &mut Args<'_>) -> Result<ExitCode, String> {
-    let threads = args.u64("threads", 256, 8..=20_000)? as usize;
+    let threads = args.u64("threads", 1024, 8..=20_000)? as usize;
     let duration_ns = args.u64("duration_ms", 2000, 10..=3_600_000)? * 1_000_000;
     let seed = args.u64("seed", 1, 0..=u64::MAX)?;
     let groups = threads.div_ceil(GROUP);

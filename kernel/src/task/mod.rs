@@ -3,10 +3,11 @@
 //! `sched` core and carries out its decisions (`sched`), and wait queues
 //! (`wait`), on which every blocking primitive is built.
 
+pub mod api;
 pub mod sched;
 pub mod switch;
 pub mod thread;
 pub mod wait;
 
-pub use sched::{JoinHandle, SpawnOptions, block, sleep_ns, spawn, yield_now};
+pub use api::{JoinHandle, SpawnOptions, block, sleep_ns, spawn, yield_now};
 pub use wait::WaitQueue;

@@ -12,7 +12,6 @@
 //! Lock order: primitive state -> wait queue -> scheduler; nothing is ever
 //! taken while holding the scheduler lock except the per-CPU cells below.
 
-use alloc::boxed::Box;
 use alloc::collections::BinaryHeap;
 use alloc::string::String;
 use alloc::sync::Arc;
@@ -20,9 +19,10 @@ use alloc::vec::Vec;
 use core::cmp::Reverse;
 use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
-use sched::{SchedConfig, SchedTopo, Scheduler, TaskId, TaskPolicy};
+use sched::{SchedConfig, SchedTopo, Scheduler, TaskId};
 use spin::{Mutex, Once};
 
+use super::api::{exit, preempt_point};
 use super::switch::switch_context;
 use super::thread::{Thread, ThreadId, ThreadState};
 use crate::arch::{ipi, percpu, time};
@@ -30,22 +30,22 @@ use crate::sync::IrqSpinLock;
 use crate::sync::spinlock::IrqGuard;
 
 /// Scheduler-side record of a live thread.
-struct Slot {
-    thread: Arc<Thread>,
-    task: TaskId,
-    state: ThreadState,
+pub(super) struct Slot {
+    pub(super) thread: Arc<Thread>,
+    pub(super) task: TaskId,
+    pub(super) state: ThreadState,
     /// A wakeup arrived while the thread was not blocked yet.
-    wake_pending: bool,
+    pub(super) wake_pending: bool,
 }
 
 /// Everything under the scheduler lock.
 pub struct KernelSched {
     /// The policy core.
     pub core: Scheduler,
-    slots: Vec<Option<Slot>>,
-    free_ids: Vec<ThreadId>,
-    thread_of_task: Vec<Option<ThreadId>>,
-    sleepers: BinaryHeap<Reverse<(u64, ThreadId)>>,
+    pub(super) slots: Vec<Option<Slot>>,
+    pub(super) free_ids: Vec<ThreadId>,
+    pub(super) thread_of_task: Vec<Option<ThreadId>>,
+    pub(super) sleepers: BinaryHeap<Reverse<(u64, ThreadId)>>,
     /// Threads created / exited so far.
     pub created: u64,
     pub exited: u64,
@@ -67,7 +67,7 @@ pub struct CpuSched {
     pub migrations_in: AtomicU64,
 }
 
-static SCHED: IrqSpinLock<Option<KernelSched>> = IrqSpinLock::new(None);
+pub(super) static SCHED: IrqSpinLock<Option<KernelSched>> = IrqSpinLock::new(None);
 /// Idle CPUs wait with MONITOR/MWAIT instead of HLT.
 static IDLE_MWAIT: AtomicBool = AtomicBool::new(false);
 
@@ -132,7 +132,7 @@ fn this_cpu() -> usize {
 /// Takes the scheduler lock and only then reads the CPU number: with
 /// interrupts on, a thread can be preempted and migrated between reading the
 /// CPU and locking, and would then act on the wrong CPU's state.
-fn lock_here() -> (IrqGuard<'static, Option<KernelSched>>, usize) {
+pub(super) fn lock_here() -> (IrqGuard<'static, Option<KernelSched>>, usize) {
     let g = SCHED.lock();
     (g, this_cpu())
 }
@@ -149,11 +149,11 @@ pub fn current() -> Option<Arc<Thread>> {
 }
 
 impl KernelSched {
-    fn slot(&mut self, id: ThreadId) -> &mut Slot {
+    pub(super) fn slot(&mut self, id: ThreadId) -> &mut Slot {
         self.slots[id].as_mut().expect("thread slot is empty")
     }
 
-    fn current_id(&self, cpu: usize) -> Option<ThreadId> {
+    pub(super) fn current_id(&self, cpu: usize) -> Option<ThreadId> {
         let t = self.core.current(cpu)?;
         self.thread_of_task.get(t.0 as usize).copied().flatten()
     }
@@ -214,7 +214,13 @@ impl KernelSched {
     }
 
     /// Wakes `t` (if it is still the thread in its slot). Returns CPUs to IPI.
-    fn wake_locked(&mut self, t: &Arc<Thread>, sync: bool, cpu: usize, now: u64) -> Vec<usize> {
+    pub(super) fn wake_locked(
+        &mut self,
+        t: &Arc<Thread>,
+        sync: bool,
+        cpu: usize,
+        now: u64,
+    ) -> Vec<usize> {
         let Some(Some(slot)) = self.slots.get_mut(t.id) else {
             return Vec::new();
         };
@@ -235,7 +241,7 @@ impl KernelSched {
     }
 }
 
-fn send_ipis(cpus: &[usize], me: usize) {
+pub(super) fn send_ipis(cpus: &[usize], me: usize) {
     for &c in cpus {
         if c != me {
             ipi::send_reschedule(c);
@@ -245,7 +251,7 @@ fn send_ipis(cpus: &[usize], me: usize) {
 
 /// Decides what `cpu` runs next and switches to it. Called with the lock held
 /// (interrupts off); returns after this context runs again (maybe elsewhere).
-fn switch_locked(mut g: IrqGuard<'_, Option<KernelSched>>, cpu: usize) {
+pub(super) fn switch_locked(mut g: IrqGuard<'_, Option<KernelSched>>, cpu: usize) {
     let ks = g.as_mut().expect("scheduler not initialised");
     let now = time::now_ns();
     let sw = ks.core.schedule(cpu, now);
@@ -322,7 +328,7 @@ fn finish_switch() {
 }
 
 /// First code of every new thread.
-extern "sysv64" fn thread_start() -> ! {
+pub(super) extern "sysv64" fn thread_start() -> ! {
     finish_switch();
     x86_64::instructions::interrupts::enable();
     let me = current().expect("thread_start without a current thread");
@@ -330,170 +336,6 @@ extern "sysv64" fn thread_start() -> ! {
         entry();
     }
     exit()
-}
-
-/// Handle to wait for a thread's end.
-pub struct JoinHandle {
-    thread: Arc<Thread>,
-}
-
-impl JoinHandle {
-    /// Blocks until the thread has exited.
-    pub fn join(self) {
-        let wq = &self.thread.exit_wq;
-        loop {
-            wq.prepare();
-            if self.thread.has_exited() {
-                break;
-            }
-            block();
-        }
-        wq.finish();
-    }
-}
-
-/// Options of a new thread.
-#[derive(Clone, Debug, Default)]
-pub struct SpawnOptions {
-    pub name: String,
-    pub nice: i32,
-    /// Bind to this CPU for the thread's whole life (no placement decisions,
-    /// never balanced away).
-    pub pinned: Option<usize>,
-}
-
-/// Creates a thread running `f`, placed by the core's fork placement
-/// (`select_task_rq` with SD_BALANCE_FORK) unless pinned.
-pub fn spawn(opts: SpawnOptions, f: impl FnOnce() + Send + 'static) -> JoinHandle {
-    let body: Box<dyn FnOnce() + Send> = Box::new(f);
-    let (mut g, cpu) = lock_here();
-    let now = time::now_ns();
-    let ks = g.as_mut().expect("scheduler not initialised");
-    let id = ks.free_ids.pop().unwrap_or_else(|| {
-        ks.slots.push(None);
-        ks.slots.len() - 1
-    });
-    let thread = Arc::new(Thread::new(
-        id,
-        opts.name,
-        opts.nice,
-        opts.pinned,
-        body,
-        thread_start,
-    ));
-    let parent = ks.core.current(cpu);
-    let res = match opts.pinned {
-        Some(c) => ks
-            .core
-            .wake_up_new_task_bound(parent, c, opts.nice, TaskPolicy::Normal, now),
-        None => ks
-            .core
-            .wake_up_new_task(parent, cpu, opts.nice, TaskPolicy::Normal, now),
-    };
-    let t = res.task.0 as usize;
-    if ks.thread_of_task.len() <= t {
-        ks.thread_of_task.resize(t + 1, None);
-    }
-    ks.thread_of_task[t] = Some(id);
-    ks.slots[id] = Some(Slot {
-        thread: thread.clone(),
-        task: res.task,
-        state: ThreadState::Runnable,
-        wake_pending: false,
-    });
-    ks.created += 1;
-    let local = res.resched.contains(&cpu);
-    // IPIs go out before interrupts come back, so `cpu` is still this CPU.
-    let irq_was_on = g.unlock_keep_irqs_off();
-    send_ipis(&res.resched, cpu);
-    if irq_was_on {
-        x86_64::instructions::interrupts::enable();
-    }
-    if local {
-        preempt_point();
-    }
-    JoinHandle { thread }
-}
-
-/// Reschedules if the core asked this CPU to (thread context, interrupts on).
-pub fn preempt_point() {
-    let (g, cpu) = lock_here();
-    let need = g.as_ref().is_some_and(|ks| ks.core.need_resched(cpu));
-    if need {
-        switch_locked(g, cpu);
-    }
-}
-
-/// Gives the CPU to another runnable thread, if the policy prefers one.
-pub fn yield_now() {
-    let (g, cpu) = lock_here();
-    switch_locked(g, cpu);
-}
-
-/// Blocks the current thread until a wakeup (returns at once if a wakeup
-/// arrived since it last blocked). Callers re-check their condition.
-pub fn block() {
-    let (mut g, cpu) = lock_here();
-    let ks = g.as_mut().expect("scheduler not initialised");
-    let id = ks.current_id(cpu).expect("block() outside a thread");
-    let slot = ks.slot(id);
-    if core::mem::take(&mut slot.wake_pending) {
-        return;
-    }
-    slot.state = ThreadState::Blocked;
-    ks.core.block(cpu, time::now_ns());
-    switch_locked(g, cpu);
-}
-
-/// Wakes `t`; `sync` = the waker is about to sleep (WF_SYNC). Preempts the
-/// waker when the core says the wakee should run here now, unless the caller
-/// has interrupts off (interrupt handlers, exit path).
-pub fn wake(t: &Arc<Thread>, sync: bool) {
-    let may_preempt = x86_64::instructions::interrupts::are_enabled();
-    let (mut g, cpu) = lock_here();
-    let ks = g.as_mut().expect("scheduler not initialised");
-    let resched = ks.wake_locked(t, sync, cpu, time::now_ns());
-    // IPIs go out before interrupts come back, so `cpu` is still this CPU.
-    g.unlock_keep_irqs_off();
-    send_ipis(&resched, cpu);
-    if may_preempt {
-        x86_64::instructions::interrupts::enable();
-    }
-    if resched.contains(&cpu) && may_preempt {
-        preempt_point();
-    }
-}
-
-/// Sleeps for at least `ns` (tick resolution).
-pub fn sleep_ns(ns: u64) {
-    let me = current().expect("sleep outside a thread");
-    let deadline = time::now_ns() + ns;
-    with(|ks| ks.sleepers.push(Reverse((deadline, me.id))));
-    while time::now_ns() < deadline {
-        block();
-    }
-}
-
-/// Ends the current thread: leaves the core (the books count it as exited
-/// from here on), wakes its joiners, switches away for good. Interrupts stay
-/// off throughout, so nothing preempts the thread between these steps.
-pub fn exit() -> ! {
-    x86_64::instructions::interrupts::disable();
-    let me = current().expect("exit() outside a thread");
-    let (mut g, cpu) = lock_here();
-    let ks = g.as_mut().expect("scheduler not initialised");
-    let task = ks.core.exit(cpu, time::now_ns());
-    ks.thread_of_task[task.0 as usize] = None;
-    drop(ks.slots[me.id].take());
-    ks.free_ids.push(me.id);
-    ks.exited += 1;
-    me.exited.store(true, Ordering::Release);
-    drop(g);
-    me.exit_wq.wake_all(false);
-    drop(me);
-    let (g, cpu) = lock_here();
-    switch_locked(g, cpu);
-    unreachable!("an exited thread was scheduled again")
 }
 
 /// Timer tick hook (interrupt context, after EOI): sleepers, the core's

@@ -16,8 +16,8 @@
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
-use super::sched;
 use super::thread::Thread;
+use super::{api, sched};
 use crate::sync::IrqSpinLock;
 
 /// Threads waiting for one condition.
@@ -67,7 +67,7 @@ impl WaitQueue {
         };
         match t {
             Some(t) => {
-                sched::wake(&t, sync);
+                api::wake(&t, sync);
                 true
             }
             None => false,
@@ -78,7 +78,7 @@ impl WaitQueue {
     pub fn wake_all(&self, sync: bool) -> usize {
         let all = core::mem::take(&mut *self.waiters.lock());
         for t in &all {
-            sched::wake(t, sync);
+            api::wake(t, sync);
         }
         all.len()
     }
