@@ -43,7 +43,7 @@ fn page_fault_is_reported_with_address() {
 #[test]
 fn hang_is_caught_by_the_timeout() {
     let mut b = Boot::new("test-hang");
-    b.timeout = Duration::from_secs(20);
+    b.timeout = Duration::from_secs(40);
     let r = b.expect(Outcome::Timeout);
     assert!(
         r.record("boot").is_some(),
