@@ -21,6 +21,8 @@ pub struct Boot {
     pub icount: Option<u32>,
     /// How idle CPUs wait: "hlt" or "mwait".
     pub idle: &'static str,
+    /// Scheduling policy name.
+    pub policy: &'static str,
     pub firmware: Firmware,
     pub machine: Machine,
     pub timeout: Duration,
@@ -34,6 +36,7 @@ impl Boot {
             args: "",
             icount: None,
             idle: "hlt",
+            policy: "fair",
             firmware: Firmware::Bios,
             machine: Machine {
                 memory_mib: 256,
@@ -50,6 +53,7 @@ impl Boot {
             experiment: self.experiment.into(),
             args: self.args.into(),
             idle: self.idle.into(),
+            policy: self.policy.into(),
             ..BootConfig::default()
         };
         let qemu = QemuConfig {

@@ -119,14 +119,19 @@ fn watchdog_reports_a_deadlock_with_the_blocked_threads() {
 }
 
 #[test]
-fn mwait_idle_cpus_still_take_ticks_ipis_and_work() {
+fn mwait_idle_and_an_alternative_policy_run_the_stress_books_balanced() {
     let mut b = Boot::new("stress");
     b.machine = small_smp();
     b.idle = "mwait";
+    b.policy = "prev_idle";
     b.args = "threads:16,duration_ms:300";
     b.timeout = Duration::from_secs(240);
     let r = b.expect(Outcome::Success);
-    assert_eq!(r.record("sched_config").unwrap()["idle"], "mwait");
+    let c = r.record("sched_config").unwrap();
+    assert_eq!(
+        (c["idle"].as_str(), c["policy"].as_str()),
+        (Some("mwait"), Some("prev_idle"))
+    );
     assert_eq!(r.record("stress").unwrap()["balanced"], true);
 }
 

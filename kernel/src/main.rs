@@ -110,6 +110,7 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
 /// Creates the scheduler core for this machine with the run's policy and
 /// switches, and lets every CPU enter the idle loop.
 fn start_scheduler(m: &machine::Machine, cfg: &BootConfig) {
+    use sched::SchedPolicy;
     let nr = m.topology.nr_cpus();
     let pick = match sched::PickPolicy::parse(&cfg.pick) {
         Ok(p) => p,
@@ -123,8 +124,19 @@ fn start_scheduler(m: &machine::Machine, cfg: &BootConfig) {
         ),
     };
     sc.tunables.tick_ns = 1_000_000_000 / cfg.hz as u64;
-    let topo = sched::SchedTopo::new(&m.topology, m.domains.clone());
+    let policy = match sched::policies::by_name(&cfg.policy) {
+        Ok(p) => p,
+        Err(e) => fail("config", &e),
+    };
+    let mwait = cfg.idle == "mwait";
+    if mwait && !arch::cpu::has_monitor_mwait() {
+        fail(
+            "config",
+            "idle=mwait: this CPU has no MONITOR/MWAIT (CPUID.1:ECX[3])",
+        );
+    }
     Record::new("sched_config")
+        .str("policy", policy.name())
         .str("pick", pick.name())
         .str("features", &alloc::format!("{}", sc.features))
         .u64("tick_ns", sc.tunables.tick_ns)
@@ -134,14 +146,8 @@ fn start_scheduler(m: &machine::Machine, cfg: &BootConfig) {
         .u64("base_slice_ns", sc.tunables.base_slice_ns)
         .str("idle", &cfg.idle)
         .emit();
-    task::sched::init(topo, sc, nr);
-    let mwait = cfg.idle == "mwait";
-    if mwait && !arch::cpu::has_monitor_mwait() {
-        fail(
-            "config",
-            "idle=mwait: this CPU has no MONITOR/MWAIT (CPUID.1:ECX[3])",
-        );
-    }
+    let topo = sched::SchedTopo::new(&m.topology, m.domains.clone());
+    task::sched::init(topo, sc, policy, nr);
     task::sched::set_idle_mwait(mwait);
     machine::scheduler_ready(nr);
 }

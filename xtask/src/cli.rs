@@ -110,6 +110,10 @@ pub struct RunArgs {
     /// Scheduler feature switches, e.g. WA_IDLE,NO_SIS_UTIL (see docs/scheduler.md).
     #[arg(long, default_value = "")]
     pub features: String,
+    /// Scheduling policy: fair (Linux-faithful, default) or another policy
+    /// registered in kernel/sched/src/policies (see docs/policies.md).
+    #[arg(long, default_value = "fair")]
+    pub policy: String,
     /// How idle CPUs wait: hlt, or mwait (real hardware; under multi-vCPU TCG
     /// mwait does not sleep, so idle vCPUs spin).
     #[arg(long, default_value = "hlt")]
@@ -199,12 +203,13 @@ impl RunArgs {
                 .with_context(|| format!("--arg {a}: expected KEY=VALUE"))?;
             pairs.push(format!("{k}:{v}"));
         }
+        sched::policies::by_name(&self.policy).map_err(|e| anyhow::anyhow!("--policy: {e}"))?;
         if !self.features.is_empty() {
             sched::Features::parse(&self.features)
                 .map_err(|e| anyhow::anyhow!("--features {}: {e}", self.features))?;
         }
         let text = format!(
-            "experiment={}\nlog={}\nlabel={}\nhz={}\npick={}\nfeatures={}\nargs={}\nidle={}\n",
+            "experiment={}\nlog={}\nlabel={}\nhz={}\npick={}\nfeatures={}\nargs={}\nidle={}\npolicy={}\n",
             self.experiment,
             self.log_level,
             self.label,
@@ -212,7 +217,8 @@ impl RunArgs {
             self.pick,
             self.features,
             pairs.join(","),
-            self.idle
+            self.idle,
+            self.policy
         );
         bootcfg::BootConfig::parse(text.as_bytes()).map_err(|e| {
             // Report in terms of flags rather than config-file lines.

@@ -77,6 +77,8 @@ pub struct BootConfig {
     pub args: String,
     /// How idle CPUs wait: "hlt" or "mwait".
     pub idle: String,
+    /// Scheduling policy (`sched::policies::POLICIES`), default "fair".
+    pub policy: String,
 }
 
 /// The experiment run when nothing is configured.
@@ -93,6 +95,7 @@ impl Default for BootConfig {
             features: String::new(),
             args: String::new(),
             idle: String::from("hlt"),
+            policy: String::from("fair"),
         }
     }
 }
@@ -129,6 +132,8 @@ pub enum ConfigError {
     BadArgs { line: usize, value: String },
     /// An idle method other than hlt / mwait.
     BadIdle { line: usize, value: String },
+    /// A policy name with characters outside `[a-z0-9_]`.
+    BadPolicy { line: usize, value: String },
 }
 
 impl fmt::Display for ConfigError {
@@ -140,7 +145,7 @@ impl fmt::Display for ConfigError {
             }
             ConfigError::UnknownKey { line, key } => write!(
                 f,
-                "boot config line {line}: unknown key '{key}' (known: experiment, log, label, hz, pick, features, args, idle)"
+                "boot config line {line}: unknown key '{key}' (known: experiment, log, label, hz, pick, features, args, idle, policy)"
             ),
             ConfigError::DuplicateKey { line, key } => {
                 write!(f, "boot config line {line}: key '{key}' given twice")
@@ -164,6 +169,9 @@ impl fmt::Display for ConfigError {
                 f,
                 "boot config line {line}: bad label '{value}' (up to 64 of A-Z a-z 0-9 . _ -)"
             ),
+            ConfigError::BadPolicy { line, value } => {
+                write!(f, "boot config line {line}: bad policy name '{value}'")
+            }
             ConfigError::BadIdle { line, value } => {
                 write!(
                     f,
@@ -221,7 +229,7 @@ impl BootConfig {
     pub fn parse(bytes: &[u8]) -> Result<BootConfig, ConfigError> {
         let text = core::str::from_utf8(bytes).map_err(|_| ConfigError::NotUtf8)?;
         let mut cfg = BootConfig::default();
-        let mut seen = [false; 8];
+        let mut seen = [false; 9];
         for (i, raw) in text.lines().enumerate() {
             let line = i + 1;
             let content = raw.split('#').next().unwrap_or("").trim();
@@ -241,6 +249,7 @@ impl BootConfig {
                 "features" => 5,
                 "args" => 6,
                 "idle" => 7,
+                "policy" => 8,
                 _ => {
                     return Err(ConfigError::UnknownKey {
                         line,
@@ -269,6 +278,19 @@ impl BootConfig {
                         line,
                         value: value.to_string(),
                     })?;
+                }
+                8 => {
+                    let ok = !value.is_empty()
+                        && value
+                            .bytes()
+                            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+                    if !ok {
+                        return Err(ConfigError::BadPolicy {
+                            line,
+                            value: value.to_string(),
+                        });
+                    }
+                    cfg.policy = value.to_string();
                 }
                 7 => {
                     if value != "hlt" && value != "mwait" {
@@ -342,6 +364,8 @@ impl BootConfig {
         s.push_str(self.log_level.name());
         s.push_str("\nhz=");
         s.push_str(&alloc::format!("{}", self.hz));
+        s.push_str("\npolicy=");
+        s.push_str(&self.policy);
         s.push_str("\nidle=");
         s.push_str(&self.idle);
         s.push_str("\npick=");
@@ -381,6 +405,7 @@ mod tests {
             features: "WA_IDLE,NO_SIS_UTIL".into(),
             args: "threads:64,duration_ms:500".into(),
             idle: "mwait".into(),
+            policy: "prev_idle".into(),
         };
         assert_eq!(BootConfig::parse(cfg.to_text().as_bytes()), Ok(cfg));
     }

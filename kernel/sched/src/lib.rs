@@ -39,7 +39,7 @@ pub mod sim;
 pub use config::{PickPolicy, SchedConfig};
 pub use features::{Feat, Features};
 pub use placement::WakeFlags;
-pub use policy::{FairPolicy, SchedPolicy};
+pub use policy::{DynPolicy, FairPolicy, SchedPolicy};
 pub use sched::{Scheduler, Switch, TickResult, WakeupResult};
 pub use task::{TaskId, TaskPolicy, TaskState};
 pub use topo::SchedTopo;

@@ -127,3 +127,81 @@ pub trait SchedPolicy {
 pub struct FairPolicy;
 
 impl SchedPolicy for FairPolicy {}
+
+/// A policy chosen at run time (by name, see [`crate::policies::by_name`]):
+/// every hook forwards to the boxed policy.
+pub type DynPolicy = alloc::boxed::Box<dyn SchedPolicy + Send>;
+
+impl SchedPolicy for DynPolicy {
+    fn name(&self) -> &'static str {
+        (**self).name()
+    }
+
+    fn select_cpu(
+        &mut self,
+        core: &mut SchedCore,
+        p: TaskId,
+        prev_cpu: CpuId,
+        this_cpu: CpuId,
+        flags: WakeFlags,
+        now: u64,
+    ) -> CpuId {
+        (**self).select_cpu(core, p, prev_cpu, this_cpu, flags, now)
+    }
+
+    fn enqueue(
+        &mut self,
+        core: &mut SchedCore,
+        cpu: CpuId,
+        p: TaskId,
+        flags: EnqueueFlags,
+        now: u64,
+    ) {
+        (**self).enqueue(core, cpu, p, flags, now)
+    }
+
+    fn dequeue(
+        &mut self,
+        core: &mut SchedCore,
+        cpu: CpuId,
+        p: TaskId,
+        flags: DequeueFlags,
+        now: u64,
+    ) {
+        (**self).dequeue(core, cpu, p, flags, now)
+    }
+
+    fn pick_next(&mut self, core: &mut SchedCore, cpu: CpuId, now: u64) -> Option<TaskId> {
+        (**self).pick_next(core, cpu, now)
+    }
+
+    fn tick(&mut self, core: &mut SchedCore, cpu: CpuId, now: u64) -> bool {
+        (**self).tick(core, cpu, now)
+    }
+
+    fn balance(&mut self, core: &mut SchedCore, cpu: CpuId, now: u64) -> Vec<Migration> {
+        (**self).balance(core, cpu, now)
+    }
+
+    fn newidle_balance(&mut self, core: &mut SchedCore, cpu: CpuId, now: u64) -> Vec<Migration> {
+        (**self).newidle_balance(core, cpu, now)
+    }
+
+    fn active_balance(
+        &mut self,
+        core: &mut SchedCore,
+        busiest: CpuId,
+        target: CpuId,
+        now: u64,
+    ) -> Option<Migration> {
+        (**self).active_balance(core, busiest, target, now)
+    }
+
+    fn idle_enter(&mut self, core: &mut SchedCore, cpu: CpuId, now: u64) {
+        (**self).idle_enter(core, cpu, now)
+    }
+
+    fn idle_exit(&mut self, core: &mut SchedCore, cpu: CpuId, now: u64) {
+        (**self).idle_exit(core, cpu, now)
+    }
+}

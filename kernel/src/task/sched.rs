@@ -19,7 +19,7 @@ use alloc::vec::Vec;
 use core::cmp::Reverse;
 use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
-use sched::{SchedConfig, SchedTopo, Scheduler, TaskId};
+use sched::{DynPolicy, SchedConfig, SchedTopo, Scheduler, TaskId};
 use spin::{Mutex, Once};
 
 use super::api::{exit, preempt_point};
@@ -40,8 +40,8 @@ pub(super) struct Slot {
 
 /// Everything under the scheduler lock.
 pub struct KernelSched {
-    /// The policy core.
-    pub core: Scheduler,
+    /// The policy core, with the run's policy.
+    pub core: Scheduler<DynPolicy>,
     pub(super) slots: Vec<Option<Slot>>,
     pub(super) free_ids: Vec<ThreadId>,
     pub(super) thread_of_task: Vec<Option<ThreadId>>,
@@ -83,7 +83,7 @@ pub fn cpu_state(cpu: usize) -> &'static CpuSched {
 }
 
 /// Creates the scheduler for this machine.
-pub fn init(topo: SchedTopo, cfg: SchedConfig, nr_cpus: usize) {
+pub fn init(topo: SchedTopo, cfg: SchedConfig, policy: DynPolicy, nr_cpus: usize) {
     CPUS.call_once(|| {
         (0..nr_cpus)
             .map(|_| CpuSched {
@@ -98,7 +98,7 @@ pub fn init(topo: SchedTopo, cfg: SchedConfig, nr_cpus: usize) {
             .collect()
     });
     *SCHED.lock() = Some(KernelSched {
-        core: Scheduler::new(topo, cfg),
+        core: Scheduler::with_policy(topo, cfg, policy),
         slots: Vec::new(),
         free_ids: Vec::new(),
         thread_of_task: Vec::new(),
