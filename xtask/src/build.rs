@@ -38,8 +38,9 @@ pub fn target_dir() -> PathBuf {
     project_root().join("target")
 }
 
-/// Builds the kernel; returns the ELF's path.
-pub fn kernel(release: bool) -> Result<PathBuf> {
+/// Builds the kernel; returns the ELF's path. `max_log_level` (error, warn,
+/// info, debug) compiles out more verbose log messages.
+pub fn kernel(release: bool, max_log_level: Option<&str>) -> Result<PathBuf> {
     let mut cmd = cargo();
     cmd.args([
         "build",
@@ -50,6 +51,12 @@ pub fn kernel(release: bool) -> Result<PathBuf> {
     ]);
     if release {
         cmd.arg("--release");
+    }
+    if let Some(level) = max_log_level {
+        if !["error", "warn", "info", "debug"].contains(&level) {
+            bail!("--max-log-level {level}: expected error, warn, info or debug");
+        }
+        cmd.args(["--features", &format!("max-log-{level}")]);
     }
     run(&mut cmd, "kernel build")?;
     let profile = if release { "release" } else { "debug" };

@@ -95,6 +95,10 @@ pub struct RunArgs {
     /// Extra argument passed to QEMU verbatim (repeatable).
     #[arg(long = "qemu-arg", value_name = "ARG", allow_hyphen_values = true)]
     pub qemu_args: Vec<String>,
+    /// Build-time ceiling of the kernel's log level (error, warn, info, debug):
+    /// more verbose messages are compiled out. Default: none (trace possible).
+    #[arg(long, value_name = "LEVEL")]
+    pub max_log_level: Option<String>,
     /// Kernel console log level: error, warn, info, debug, trace.
     #[arg(long, default_value = "info")]
     pub log_level: String,

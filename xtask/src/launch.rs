@@ -25,9 +25,9 @@ pub struct Launcher {
 
 impl Launcher {
     /// Builds the kernel and the image builder.
-    pub fn build(release: bool) -> Result<Launcher> {
+    pub fn build(release: bool, max_log_level: Option<&str>) -> Result<Launcher> {
         Ok(Launcher {
-            kernel: build::kernel(release)?,
+            kernel: build::kernel(release, max_log_level)?,
             boot_tool: build::boot_tool()?,
         })
     }

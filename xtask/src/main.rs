@@ -17,7 +17,7 @@ fn main() -> ExitCode {
         Cmd::Run(args) => run(&args),
         Cmd::Test(args) => test(&args),
         Cmd::Build { release } => prereq::ensure_rust()
-            .and_then(|()| Launcher::build(release))
+            .and_then(|()| Launcher::build(release, None))
             .map(|l| {
                 println!(
                     "kernel: {}\nimage builder: {}",
@@ -67,7 +67,7 @@ fn run(args: &RunArgs) -> Result<i32> {
     let config = args.boot_config()?;
     let qemu = args.qemu()?;
     prereq::ensure_all()?;
-    let launcher = Launcher::build(args.release)?;
+    let launcher = Launcher::build(args.release, args.max_log_level.as_deref())?;
     let m = &qemu.machine;
     eprintln!(
         "xtask: booting '{}' on {} vCPUs ({} sockets x {} dies x {} cores x {} threads, {} NUMA nodes, {} MiB), {:?}, {}",
@@ -125,7 +125,7 @@ fn test(args: &TestArgs) -> Result<i32> {
     }
     if !args.host_only {
         prereq::ensure_all()?;
-        let launcher = Launcher::build(false)?;
+        let launcher = Launcher::build(false, None)?;
         eprintln!("xtask: QEMU integration tests");
         let mut cmd = build::cargo();
         cmd.args([
