@@ -35,7 +35,7 @@ pub struct Machine {
 impl Machine {
     /// Whether logical CPU `cpu` is running.
     pub fn is_online(&self, cpu: usize) -> bool {
-        percpu::get(cpu).is_some_and(|p| p.online.load(Ordering::Acquire))
+        percpu::get(cpu).is_some_and(|p| p.is_online())
     }
 }
 
@@ -90,7 +90,7 @@ pub fn bring_up(
     let kernel_to_online_ns = time::now_ns();
 
     let mut identities = Vec::new();
-    for p in percpu::all().filter(|p| p.online.load(Ordering::Acquire)) {
+    for p in percpu::online() {
         let id = topology::cpuid::decode(&p.cpuid)
             .map_err(|e| alloc::format!("CPUID of cpu {} (APIC id {}): {e}", p.cpu, p.apic_id))?;
         identities.push((p.apic_id, id));

@@ -9,37 +9,24 @@ use core::fmt::Write;
 use topology::{CacheKind, CpuMask};
 
 use crate::machine::Machine;
-use crate::record::{Record, escape_into};
-
-fn json_str(s: &str) -> String {
-    let mut out = String::from("\"");
-    let _ = escape_into(&mut out, s);
-    out.push('"');
-    out
-}
+use crate::record::{Record, json_array, json_string};
 
 fn mask(m: &CpuMask) -> String {
-    json_str(&alloc::format!("{m}"))
+    json_string(&alloc::format!("{m}"))
 }
 
 /// Emits the `smp` record.
 pub fn emit_smp(m: &Machine) {
-    let mut failed = String::from("[");
-    let mut aps = String::from("[");
-    for ap in &m.aps {
-        if !ap.online {
-            let sep = if failed.len() > 1 { "," } else { "" };
-            let _ = write!(failed, "{sep}{}", ap.apic_id);
-        }
-        let sep = if aps.len() > 1 { "," } else { "" };
-        let _ = write!(
-            aps,
-            "{sep}{{\"cpu\":{},\"apic_id\":{},\"online\":{},\"start_ns\":{}}}",
+    let failed = json_array(m.aps.iter().filter(|a| !a.online), |w, ap| {
+        write!(w, "{}", ap.apic_id)
+    });
+    let aps = json_array(&m.aps, |w, ap| {
+        write!(
+            w,
+            "{{\"cpu\":{},\"apic_id\":{},\"online\":{},\"start_ns\":{}}}",
             ap.cpu, ap.apic_id, ap.online, ap.start_ns
-        );
-    }
-    failed.push(']');
-    aps.push(']');
+        )
+    });
     let online = 1 + m.aps.iter().filter(|a| a.online).count();
     Record::new("smp")
         .u64("cpus", m.topology.nr_cpus() as u64)
@@ -67,12 +54,10 @@ pub fn emit_smp(m: &Machine) {
 /// Emits the `topology` record.
 pub fn emit_topology(m: &Machine) {
     let t = &m.topology;
-    let mut cpus = String::from("[");
-    for (i, c) in t.cpus.iter().enumerate() {
-        let sep = if i > 0 { "," } else { "" };
-        let _ = write!(
-            cpus,
-            "{sep}{{\"cpu\":{},\"apic_id\":{},\"package\":{},\"die\":{},\"core\":{},\"thread\":{},\"node\":{},\"llc\":{},\"online\":{},\"sd_llc_size\":{},\"sd_llc_id\":{}}}",
+    let cpus = json_array(&t.cpus, |w, c| {
+        write!(
+            w,
+            "{{\"cpu\":{},\"apic_id\":{},\"package\":{},\"die\":{},\"core\":{},\"thread\":{},\"node\":{},\"llc\":{},\"online\":{},\"sd_llc_size\":{},\"sd_llc_id\":{}}}",
             c.cpu,
             c.apic_id,
             c.package,
@@ -84,58 +69,40 @@ pub fn emit_topology(m: &Machine) {
             m.is_online(c.cpu),
             m.domains.sd_llc_size(c.cpu),
             m.domains.sd_llc_id(c.cpu),
-        );
-    }
-    cpus.push(']');
-    let mut dist = String::from("[");
-    for (i, row) in t.distance.iter().enumerate() {
-        let sep = if i > 0 { "," } else { "" };
-        let _ = write!(dist, "{sep}{row:?}");
-    }
-    dist.push(']');
-    let mut caches = String::from("[");
-    for (i, c) in t.caches.iter().enumerate() {
-        let sep = if i > 0 { "," } else { "" };
+        )
+    });
+    let dist = json_array(&t.distance, |w, row| write!(w, "{row:?}"));
+    let caches = json_array(&t.caches, |w, c| {
         let kind = match c.kind {
             CacheKind::Data => "data",
             CacheKind::Instruction => "instruction",
             CacheKind::Unified => "unified",
         };
-        let _ = write!(
-            caches,
-            "{sep}{{\"level\":{},\"type\":\"{kind}\",\"size_bytes\":{},\"line_bytes\":{},\"ways\":{},\"cpus\":{}}}",
+        write!(
+            w,
+            "{{\"level\":{},\"type\":\"{kind}\",\"size_bytes\":{},\"line_bytes\":{},\"ways\":{},\"cpus\":{}}}",
             c.level,
             c.size_bytes,
             c.line_bytes,
             c.ways,
             mask(&c.cpus)
-        );
-    }
-    caches.push(']');
-    let mut domains = String::from("[");
-    for cpu in 0..t.nr_cpus() {
-        let sep = if cpu > 0 { "," } else { "" };
-        let _ = write!(domains, "{sep}{{\"cpu\":{cpu},\"levels\":[");
-        for (i, sd) in m.domains.domains(cpu).iter().enumerate() {
-            let sep = if i > 0 { "," } else { "" };
-            let _ = write!(
-                domains,
-                "{sep}{{\"name\":\"{}\",\"span\":{},\"span_weight\":{},\"flags\":{},\"imbalance_pct\":{},\"groups\":[",
+        )
+    });
+    let domains = json_array(0..t.nr_cpus(), |w, cpu| {
+        let levels = json_array(m.domains.domains(cpu), |w, sd| {
+            let groups = json_array(&sd.groups, |w, g| w.write_str(&mask(&g.span)));
+            write!(
+                w,
+                "{{\"name\":\"{}\",\"span\":{},\"span_weight\":{},\"flags\":{},\"imbalance_pct\":{},\"groups\":{groups}}}",
                 sd.name,
                 mask(&sd.span),
                 sd.span_weight(),
-                json_str(&alloc::format!("{}", sd.flags)),
+                json_string(&alloc::format!("{}", sd.flags)),
                 sd.imbalance_pct
-            );
-            for (j, g) in sd.groups.iter().enumerate() {
-                let sep = if j > 0 { "," } else { "" };
-                let _ = write!(domains, "{sep}{}", mask(&g.span));
-            }
-            domains.push_str("]}");
-        }
-        domains.push_str("]}");
-    }
-    domains.push(']');
+            )
+        });
+        write!(w, "{{\"cpu\":{cpu},\"levels\":{levels}}}")
+    });
     Record::new("topology")
         .u64("nr_cpus", t.nr_cpus() as u64)
         .u64("nodes", t.nr_nodes as u64)

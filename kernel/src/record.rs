@@ -30,6 +30,32 @@ pub fn escape_into(w: &mut dyn Write, s: &str) -> fmt::Result {
     Ok(())
 }
 
+/// A JSON array whose elements `f` writes (already valid JSON each):
+/// `json_array(xs, |w, x| write!(w, "{x}"))`.
+pub fn json_array<T>(
+    items: impl IntoIterator<Item = T>,
+    mut f: impl FnMut(&mut String, T) -> fmt::Result,
+) -> String {
+    let mut out = String::from("[");
+    for (i, item) in items.into_iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        // Writing into a String cannot fail.
+        let _ = f(&mut out, item);
+    }
+    out.push(']');
+    out
+}
+
+/// A JSON string literal (quoted and escaped).
+pub fn json_string(s: &str) -> String {
+    let mut out = String::from("\"");
+    let _ = escape_into(&mut out, s);
+    out.push('"');
+    out
+}
+
 /// Adapter that JSON-escapes everything written through it.
 pub struct Escaper<'a>(pub &'a mut dyn Write);
 

@@ -20,7 +20,7 @@ use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use crate::arch::qemu::{self, ExitCode};
 use crate::arch::{percpu, time};
-use crate::record::Record;
+use crate::record::{Record, json_array, json_string};
 
 /// A CPU without a tick for this long is reported as stuck (bare metal).
 pub const HEARTBEAT_TIMEOUT_NS: u64 = 5_000_000_000;
@@ -33,7 +33,7 @@ static HEARTBEAT_NS: AtomicU64 = AtomicU64::new(HEARTBEAT_TIMEOUT_NS);
 
 /// Starts the heartbeat check for `nr_cpus` CPUs.
 pub fn start_heartbeat(nr_cpus: usize) {
-    let hypervisor = core::arch::x86_64::__cpuid(1).ecx & (1 << 31) != 0;
+    let hypervisor = crate::arch::cpu::under_hypervisor();
     let extra = if hypervisor {
         HEARTBEAT_PER_VCPU_NS * nr_cpus as u64
     } else {
@@ -78,7 +78,7 @@ pub fn on_tick() {
     }
     let now = time::now_ns();
     let me = percpu::cpu_index() as usize;
-    let online = |c: usize| percpu::get(c).is_some_and(|p| p.online.load(Ordering::Acquire));
+    let online = |c: usize| percpu::get(c).is_some_and(|p| p.is_online());
     let n = percpu::all().count();
     // Watch the next online CPU in ring order.
     if !HEARTBEAT_ON.load(Ordering::Acquire) {
@@ -161,10 +161,7 @@ fn nmi_others(first: Option<usize>) {
     // machine's report stays readable and fits before the run ends.
     let others = percpu::all().filter(|p| Some(p.cpu as usize) != first);
     let order = first.and_then(percpu::get).into_iter().chain(others);
-    for p in order
-        .filter(|p| p.cpu != me && p.online.load(Ordering::Acquire))
-        .take(16)
-    {
+    for p in order.filter(|p| p.cpu != me && p.is_online()).take(16) {
         crate::arch::apic::send_nmi(p.apic_id);
         sent += 1;
     }
@@ -199,19 +196,14 @@ fn fire(reason: &str, stuck_cpu: Option<usize>) {
         lines.extend(ks.describe_threads(64));
         lines
     });
-    let mut json = String::from("[");
-    match &described {
-        Some(lines) => {
-            for (i, l) in lines.iter().enumerate() {
-                log::error!("  {l}");
-                let mut esc = String::new();
-                let _ = crate::record::escape_into(&mut esc, l);
-                let _ = write!(json, "{}\"{esc}\"", if i > 0 { "," } else { "" });
-            }
-        }
-        None => log::error!("  (scheduler lock held for too long: probably by the stuck CPU)"),
+    let lines = described.unwrap_or_default();
+    for l in &lines {
+        log::error!("  {l}");
     }
-    json.push(']');
+    if lines.is_empty() {
+        log::error!("  (scheduler lock held for too long: probably by the stuck CPU)");
+    }
+    let json = json_array(&lines, |w, l| w.write_str(&json_string(l)));
     let mut rec = Record::new("watchdog")
         .u64("cpu", me as u64)
         .str("reason", reason)

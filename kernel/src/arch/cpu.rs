@@ -55,3 +55,8 @@ pub fn monitor_mwait(addr: *const u8) {
         );
     }
 }
+
+/// Whether CPUID says we run under a hypervisor or emulator (CPUID.1:ECX[31]).
+pub fn under_hypervisor() -> bool {
+    __cpuid(1).ecx & (1 << 31) != 0
+}

@@ -55,7 +55,7 @@ fn queue(target: &PerCpu, func: Box<dyn FnOnce() + Send>, pending: &Arc<AtomicUs
 /// Runs `func` on online CPU `cpu` (by IPI, also when `cpu` is the caller).
 /// Panics if `cpu` is not online.
 pub fn call_on(cpu: usize, func: impl FnOnce() + Send + 'static) -> Completion {
-    let target = percpu::get(cpu).filter(|p| p.online.load(Ordering::Acquire));
+    let target = percpu::get(cpu).filter(|p| p.is_online());
     let target = target.unwrap_or_else(|| panic!("call_on: CPU {cpu} is not online"));
     let pending = Arc::new(AtomicUsize::new(1));
     queue(target, Box::new(func), &pending);
@@ -65,9 +65,7 @@ pub fn call_on(cpu: usize, func: impl FnOnce() + Send + 'static) -> Completion {
 /// Runs `func(cpu)` on every online CPU, the caller included.
 pub fn call_on_all(func: impl Fn(u32) + Send + Sync + 'static) -> Completion {
     let func = Arc::new(func);
-    let targets: alloc::vec::Vec<&PerCpu> = percpu::all()
-        .filter(|p| p.online.load(Ordering::Acquire))
-        .collect();
+    let targets: alloc::vec::Vec<&PerCpu> = percpu::online().collect();
     let pending = Arc::new(AtomicUsize::new(targets.len()));
     // With interrupts off, our own (self-)IPI waits until every request is
     // queued and sent; otherwise it could run first and never return.

@@ -112,6 +112,18 @@ pub fn all() -> impl Iterator<Item = &'static PerCpu> {
     (0..MAX_CPUS).map_while(get)
 }
 
+impl PerCpu {
+    /// Whether this CPU has finished start-up and runs kernel code.
+    pub fn is_online(&self) -> bool {
+        self.online.load(Ordering::Acquire)
+    }
+}
+
+/// All online CPUs, in logical order.
+pub fn online() -> impl Iterator<Item = &'static PerCpu> {
+    all().filter(|p| p.is_online())
+}
+
 /// Logical number of the executing CPU; falls back to the APIC id before
 /// per-CPU data exists.
 pub fn cpu_index() -> u32 {

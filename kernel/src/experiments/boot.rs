@@ -11,7 +11,7 @@ use core::sync::atomic::{AtomicU64, Ordering};
 use crate::arch::qemu::ExitCode;
 use crate::arch::{ipi, percpu, time};
 use crate::machine::Machine;
-use crate::record::Record;
+use crate::record::{Record, json_array};
 
 /// How long to let every CPU tick before checking.
 const TICK_WINDOW_NS: u64 = 200_000_000;
@@ -19,9 +19,7 @@ const TICK_WINDOW_NS: u64 = 200_000_000;
 const IPI_TIMEOUT_NS: u64 = 2_000_000_000;
 
 pub fn run(m: &Machine) -> ExitCode {
-    let online: Vec<&percpu::PerCpu> = percpu::all()
-        .filter(|p| p.online.load(Ordering::Acquire))
-        .collect();
+    let online: Vec<&percpu::PerCpu> = percpu::online().collect();
     let ticks_before: Vec<u64> = online
         .iter()
         .map(|p| p.ticks.load(Ordering::Relaxed))
@@ -64,7 +62,6 @@ pub fn run(m: &Machine) -> ExitCode {
     }
 
     let mut problems = String::new();
-    let mut per_cpu = String::from("[");
     let window_ms = TICK_WINDOW_NS / 1_000_000;
     let expected = m.hz as u64 * window_ms / 1000;
     for (i, p) in online.iter().enumerate() {
@@ -75,18 +72,19 @@ pub fn run(m: &Machine) -> ExitCode {
         if !resched_ok(i) {
             let _ = write!(problems, "cpu {} did not answer a reschedule IPI; ", p.cpu);
         }
-        let sep = if i > 0 { "," } else { "" };
-        let _ = write!(
-            per_cpu,
-            "{sep}{{\"cpu\":{},\"apic_id\":{},\"ticks\":{},\"ticks_in_window\":{ticks},\"resched_ipis\":{},\"call_ipis\":{}}}",
+    }
+    let per_cpu = json_array(online.iter().enumerate(), |w, (i, p)| {
+        write!(
+            w,
+            "{{\"cpu\":{},\"apic_id\":{},\"ticks\":{},\"ticks_in_window\":{},\"resched_ipis\":{},\"call_ipis\":{}}}",
             p.cpu,
             p.apic_id,
             p.ticks.load(Ordering::Relaxed),
+            ticks_after[i] - ticks_before[i],
             p.resched_ipis.load(Ordering::Relaxed),
             p.call_ipis.load(Ordering::Relaxed),
-        );
-    }
-    per_cpu.push(']');
+        )
+    });
     if !directed_ok {
         let _ = write!(problems, "call_on(cpu {last}) did not run on cpu {last}; ");
     }

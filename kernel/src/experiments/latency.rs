@@ -18,7 +18,7 @@ use super::args::Args;
 use crate::arch::qemu::ExitCode;
 use crate::arch::time;
 use crate::machine::Machine;
-use crate::record::Record;
+use crate::record::{Record, json_array};
 use crate::sync::{IrqSpinLock, pipe};
 use crate::task::{self, SpawnOptions};
 use crate::watchdog;
@@ -39,6 +39,12 @@ impl Rtt {
 
     fn mean(&self) -> u64 {
         self.sorted.iter().sum::<u64>() / self.sorted.len() as u64
+    }
+
+    /// p50, p90, p99, max, mean.
+    fn summary(&self) -> [u64; 5] {
+        let max = self.sorted[self.sorted.len() - 1];
+        [self.pct(50), self.pct(90), self.pct(99), max, self.mean()]
     }
 }
 
@@ -138,8 +144,7 @@ pub fn run(m: &Machine, args: &mut Args<'_>) -> Result<ExitCode, String> {
         results.push(r);
     }
     watchdog::disarm();
-    let hypervisor = core::arch::x86_64::__cpuid(1).ecx & (1 << 31) != 0;
-    let mut json = String::from("[");
+    let hypervisor = crate::arch::cpu::under_hypervisor();
     log::info!(
         "pipe round trip (ns), {rounds} rounds each{}:",
         if hypervisor {
@@ -158,31 +163,23 @@ pub fn run(m: &Machine, args: &mut Args<'_>) -> Result<ExitCode, String> {
         "max",
         "mean"
     );
-    for (i, r) in results.iter().enumerate() {
-        let stats = [
-            r.pct(50),
-            r.pct(90),
-            r.pct(99),
-            r.sorted[r.sorted.len() - 1],
-            r.mean(),
-        ];
-        let [p50, p90, p99, max, mean] = stats;
+    for r in &results {
+        let [p50, p90, p99, max, mean] = r.summary();
         log::info!(
             "  {:<20} {:>3},{:<3} {p50:>10} {p90:>10} {p99:>10} {max:>10} {mean:>10}",
             r.name,
             r.a,
             r.b
         );
-        let _ = write!(
-            json,
-            "{}{{\"placement\":\"{}\",\"cpus\":[{},{}],\"p50_ns\":{p50},\"p90_ns\":{p90},\"p99_ns\":{p99},\"max_ns\":{max},\"mean_ns\":{mean}}}",
-            if i > 0 { "," } else { "" },
-            r.name,
-            r.a,
-            r.b,
-        );
     }
-    json.push(']');
+    let json = json_array(&results, |w, r| {
+        let [p50, p90, p99, max, mean] = r.summary();
+        write!(
+            w,
+            "{{\"placement\":\"{}\",\"cpus\":[{},{}],\"p50_ns\":{p50},\"p90_ns\":{p90},\"p99_ns\":{p99},\"max_ns\":{max},\"mean_ns\":{mean}}}",
+            r.name, r.a, r.b,
+        )
+    });
     // One CPU: a round trip is two context switches plus one pipe write and
     // read on each side, so half of it bounds one switch (lmbench lat_ctx style).
     let ctx = results[0].pct(50) / 2;

@@ -21,7 +21,7 @@ use super::args::{Args, Rng, compute};
 use crate::arch::qemu::ExitCode;
 use crate::arch::{percpu, time};
 use crate::machine::Machine;
-use crate::record::Record;
+use crate::record::{Record, json_array};
 use crate::sync::{Barrier, Mutex, Semaphore, pipe, socketpair};
 use crate::task::{self, SpawnOptions};
 use crate::watchdog;
@@ -351,9 +351,8 @@ fn report(
         ),
     );
 
-    let mut per_cpu = String::from("[");
     let mut idle_cpus = Vec::new();
-    for p in percpu::all().filter(|p| p.online.load(Ordering::Acquire)) {
+    let per_cpu = json_array(percpu::online(), |w, p| {
         let cs = task::sched::cpu_state(p.cpu as usize);
         let (sw, mig) = (
             cs.switches.load(Ordering::Relaxed),
@@ -362,15 +361,13 @@ fn report(
         if sw == 0 {
             idle_cpus.push(p.cpu);
         }
-        let sep = if per_cpu.len() > 1 { "," } else { "" };
-        let _ = write!(
-            per_cpu,
-            "{sep}{{\"cpu\":{},\"context_switches\":{sw},\"migrations_in\":{mig},\"ticks\":{}}}",
+        write!(
+            w,
+            "{{\"cpu\":{},\"context_switches\":{sw},\"migrations_in\":{mig},\"ticks\":{}}}",
             p.cpu,
             p.ticks.load(Ordering::Relaxed)
-        );
-    }
-    per_cpu.push(']');
+        )
+    });
     check(
         idle_cpus.is_empty(),
         alloc::format!("CPUs without a context switch: {idle_cpus:?}"),
