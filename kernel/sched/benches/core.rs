@@ -106,8 +106,8 @@ fn big160(pick: PickPolicy) -> Scheduler {
 
 /// ns per select_task_rq_fair on 160 CPUs with `busy` CPUs running a task.
 fn bench_select(busy_every: usize, flags: WakeFlags, iters: usize) -> f64 {
-    let mut s = big160(PickPolicy::Eevdf);
-    let n = s.core.nr_cpus();
+    let s = big160(PickPolicy::Eevdf);
+    let n = s.shared.nr_cpus();
     let mut sleepers = Vec::new();
     for cpu in 0..n {
         let t = s
@@ -127,9 +127,14 @@ fn bench_select(busy_every: usize, flags: WakeFlags, iters: usize) -> f64 {
     for i in 0..iters {
         let p = sleepers[(rng.next() as usize) % n];
         let waker = (rng.next() as usize) % n;
-        let prev = s.core.tasks[p].cpu;
+        // As in try_to_wake_up: the task's and the waker's runqueues are
+        // held, every other CPU is read from its published snapshot.
+        let prev = s.shared.task_cpu(p).expect("sleeper alive");
+        let mut core = s.shared.context(waker);
+        core.lock_also(prev);
+        core.lock_also(waker);
         black_box(select_task_rq_fair(
-            &mut s.core,
+            &mut core,
             p,
             prev,
             waker,

@@ -45,7 +45,12 @@ pub struct SchedConfig {
     pub features: Features,
     /// Tunables (scaled for the CPU count).
     pub tunables: Tunables,
+    /// Most tasks alive at once (size of the task directory).
+    pub max_tasks: usize,
 }
+
+/// Default [`SchedConfig::max_tasks`].
+pub const DEFAULT_MAX_TASKS: usize = 16_384;
 
 impl SchedConfig {
     /// Linux defaults for `ncpus` CPUs with the given pick policy.
@@ -54,6 +59,7 @@ impl SchedConfig {
             pick,
             features: Features::default(),
             tunables: Tunables::for_cpus(ncpus),
+            max_tasks: DEFAULT_MAX_TASKS,
         }
     }
 

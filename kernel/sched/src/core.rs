@@ -1,24 +1,400 @@
-//! `SchedCore`: all scheduler state (tasks, runqueues, LLC shared state,
-//! statistics) and the primitive operations every policy builds on.
+//! The scheduler's shared state ([`Shared`]: per-CPU runqueues behind their
+//! own locks, lock-free per-CPU snapshots, per-LLC atomics) and the
+//! operation context [`SchedCore`] every policy hook receives: the runqueues
+//! the operation holds locked, the tasks homed on them, and the acting CPU's
+//! statistics.
+//!
+//! Locking (Linux's `rq->lock` discipline): each CPU's runqueue and the
+//! tasks homed on it are protected by that CPU's lock; an operation locks its
+//! own CPU and, to move a task, a second runqueue. Locks are always acquired
+//! in ascending CPU order ([`SchedCore::lock_also`] drops and re-takes locks
+//! when it must, like `double_lock_balance()`), so two CPUs never deadlock.
+//! Other CPUs are read without their lock through the snapshot each lock
+//! holder publishes when it unlocks ([`crate::rq::RqSnap`]) — the same racy
+//! reads Linux's placement and balancing do. Blocked-load removals for an
+//! unlocked runqueue go to its `removed` box (Linux's `cfs_rq->removed`
+//! with its own lock) and are applied when that runqueue is next locked.
+//! The caller must keep interrupts off while an operation runs.
 //!
 //! Mirrors `enqueue_task_fair`/`dequeue_task_fair` (no group scheduling),
 //! `set_task_cpu` + `migrate_task_rq_fair`, `wakeup_preempt`/`resched_curr`,
 //! `detach_task`/`attach_task`, and the load/util/runnable accessors used by
 //! placement and balancing (`cpu_load`, `cpu_load_without`, `cpu_util`, ...).
-//! The kernel owns the locking: it drives one `SchedCore` (inside a
-//! [`crate::Scheduler`]) under its scheduler lock.
 
 use crate::CpuId;
 use crate::config::{PickPolicy, SchedConfig};
 use crate::fair::entity::{self, DequeueFlags, EnqueueFlags};
 use crate::fair::{cfs, eevdf};
 use crate::features::Feat;
-use crate::pelt;
-use crate::rq::{LlcShared, Rq};
+use crate::pelt::{self, Removed};
+use crate::rq::{LlcShared, Rq, RqSnap, RqView};
 use crate::stats::{MigrationReason, SchedStats};
-use crate::task::{TaskArena, TaskId, TaskState};
+use crate::task::{Task, TaskArena, TaskId, TaskState, Tasks};
 use crate::topo::SchedTopo;
 use alloc::vec::Vec;
+use core::sync::atomic::{AtomicU32, Ordering::Relaxed};
+use spin::mutex::{SpinMutex, SpinMutexGuard};
+
+/// A test-and-set spin lock (ticket locks collapse when vCPUs are
+/// overcommitted on the host; see docs/kernel.md).
+pub type Lock<T> = SpinMutex<T>;
+/// Its guard.
+pub type Guard<'a, T> = SpinMutexGuard<'a, T>;
+
+/// Host tests: a lock that stays taken for seconds means a lock-order bug
+/// (or two contexts alive at once in one thread); report it instead of
+/// spinning forever.
+#[cfg(test)]
+fn lock_or_report<'a, T>(l: &'a Lock<T>, what: &str) -> Guard<'a, T> {
+    let start = std::time::Instant::now();
+    loop {
+        if let Some(g) = l.try_lock() {
+            return g;
+        }
+        if start.elapsed() > std::time::Duration::from_secs(10) {
+            panic!("{what} lock held for 10 s: deadlock, or two scheduler contexts alive at once");
+        }
+        std::thread::yield_now();
+    }
+}
+
+#[cfg(not(test))]
+fn lock_or_report<'a, T>(l: &'a Lock<T>, _what: &str) -> Guard<'a, T> {
+    l.lock()
+}
+
+/// Directory value of a task id that names no task.
+const NO_CPU: u32 = u32::MAX;
+/// Directory value of a task being woken (owned by its waker for a moment).
+const IN_TRANSIT: u32 = u32::MAX - 1;
+
+/// Task id allocator: dense ids, reused after exit.
+#[derive(Debug, Default)]
+struct IdAlloc {
+    next: u32,
+    free: Vec<u32>,
+}
+
+/// All scheduler state of one machine, shared by every CPU.
+#[derive(Debug)]
+pub struct Shared {
+    /// Run configuration.
+    pub cfg: SchedConfig,
+    /// Topology facts.
+    pub topo: SchedTopo,
+    rqs: Vec<Lock<Rq>>,
+    arenas: Vec<Lock<TaskArena>>,
+    stats: Vec<Lock<SchedStats>>,
+    removed: Vec<Lock<Removed>>,
+    snap: Vec<RqSnap>,
+    /// Per-LLC shared state, indexed by `sd_llc_id`.
+    pub llc: Vec<LlcShared>,
+    /// `task_cpu(p)` of every live task (`NO_CPU` for a free id).
+    task_cpu: Vec<AtomicU32>,
+    ids: Lock<IdAlloc>,
+}
+
+impl Shared {
+    /// Fresh state: every CPU idle, every LLC "all busy" as Linux builds it.
+    /// At most `cfg.max_tasks` tasks may be alive at once.
+    pub fn new(topo: SchedTopo, cfg: SchedConfig) -> Self {
+        let n = topo.nr_cpus;
+        let rqs: Vec<Lock<Rq>> = (0..n)
+            .map(|c| {
+                let mins: Vec<u64> = topo
+                    .sd(c)
+                    .iter()
+                    .map(|d| u64::from(d.min_interval_ms))
+                    .collect();
+                Lock::new(Rq::new(c, &mins, cfg.tunables.migration_cost_ns))
+            })
+            .collect();
+        let snap: Vec<RqSnap> = (0..n).map(|_| RqSnap::default()).collect();
+        for (c, rq) in rqs.iter().enumerate() {
+            snap[c].publish(&rq.lock());
+        }
+        Shared {
+            rqs,
+            arenas: (0..n).map(|_| Lock::new(TaskArena::default())).collect(),
+            // One slot per CPU, plus one for whole-machine contexts.
+            stats: (0..=n).map(|_| Lock::new(SchedStats::new(n))).collect(),
+            removed: (0..n).map(|_| Lock::new(Removed::default())).collect(),
+            snap,
+            llc: (0..n).map(|c| LlcShared::new(topo.llc_size[c])).collect(),
+            task_cpu: (0..cfg.max_tasks).map(|_| AtomicU32::new(NO_CPU)).collect(),
+            ids: Lock::new(IdAlloc::default()),
+            cfg,
+            topo,
+        }
+    }
+
+    /// Number of CPUs.
+    pub fn nr_cpus(&self) -> usize {
+        self.topo.nr_cpus
+    }
+
+    /// An operation context acting on `cpu`, holding `cpu`'s runqueue.
+    pub fn lock(&self, cpu: CpuId) -> SchedCore<'_> {
+        let mut c = self.context(cpu);
+        c.lock_also(cpu);
+        c
+    }
+
+    /// A context acting on `acting_cpu` that holds no runqueue yet
+    /// (`acting_cpu == nr_cpus` names the whole-machine statistics slot).
+    pub fn context(&self, acting_cpu: CpuId) -> SchedCore<'_> {
+        SchedCore {
+            cfg: self.cfg,
+            topo: &self.topo,
+            llc: &self.llc,
+            shared: self,
+            rqs: RqSet {
+                held: Vec::with_capacity(2),
+            },
+            tasks: TaskSet {
+                shared: self,
+                held: Vec::with_capacity(2),
+                transit: Vec::new(),
+            },
+            stats: lock_or_report(&self.stats[acting_cpu], "statistics"),
+            resched: Vec::new(),
+        }
+    }
+
+    /// A context holding every runqueue (reports, invariant checks, tests):
+    /// waits for each lock in CPU order; its statistics go to a slot of
+    /// their own. Do not call [`Self::stats`] while holding it.
+    pub fn lock_all(&self) -> SchedCore<'_> {
+        let mut c = self.context(self.nr_cpus());
+        for cpu in 0..self.nr_cpus() {
+            c.lock_also(cpu);
+        }
+        c
+    }
+
+    /// Machine-wide statistics: the per-CPU counters summed.
+    pub fn stats(&self) -> SchedStats {
+        let mut total = SchedStats::new(self.nr_cpus());
+        for s in &self.stats {
+            total.accumulate(&lock_or_report(s, "statistics"));
+        }
+        total
+    }
+
+    /// The CPU whose runqueue `p` is homed on, if `p` is alive and not in
+    /// transit.
+    pub fn task_cpu(&self, p: TaskId) -> Option<CpuId> {
+        match self.task_cpu.get(p.0 as usize)?.load(Relaxed) {
+            NO_CPU | IN_TRANSIT => None,
+            c => Some(c as CpuId),
+        }
+    }
+
+    /// `task_rq_lock(p)`: a context acting on `acting_cpu` that holds the
+    /// runqueue `p` is homed on (retrying while `p` moves or is in
+    /// transit). None if `p` is not alive.
+    pub fn lock_task(&self, p: TaskId, acting_cpu: CpuId) -> Option<SchedCore<'_>> {
+        loop {
+            let cpu = match self.task_cpu.get(p.0 as usize)?.load(Relaxed) {
+                NO_CPU => return None,
+                IN_TRANSIT => {
+                    core::hint::spin_loop();
+                    continue;
+                }
+                c => c as CpuId,
+            };
+            let mut c = self.context(acting_cpu);
+            c.lock_also(cpu);
+            if self.task_cpu[p.0 as usize].load(Relaxed) == cpu as u32 {
+                return Some(c);
+            }
+        }
+    }
+
+    /// The last published state of `cpu` (no lock).
+    pub fn snapshot(&self, cpu: CpuId) -> RqView {
+        self.snap[cpu].read()
+    }
+
+    /// Allocate a task id, or None when `cfg.max_tasks` tasks are alive.
+    pub(crate) fn alloc_id(&self) -> Option<TaskId> {
+        let mut ids = self.ids.lock();
+        if let Some(i) = ids.free.pop() {
+            return Some(TaskId(i));
+        }
+        if (ids.next as usize) < self.cfg.max_tasks {
+            ids.next += 1;
+            return Some(TaskId(ids.next - 1));
+        }
+        None
+    }
+
+    /// Return an id that was allocated but never used.
+    pub(crate) fn release_id(&self, p: TaskId) {
+        self.ids.lock().free.push(p.0);
+    }
+
+    fn free_id(&self, p: TaskId) {
+        self.task_cpu[p.0 as usize].store(NO_CPU, Relaxed);
+        self.ids.lock().free.push(p.0);
+    }
+}
+
+/// The runqueues an operation holds, sorted by CPU.
+pub struct RqSet<'a> {
+    held: Vec<(CpuId, Guard<'a, Rq>)>,
+}
+
+impl RqSet<'_> {
+    fn pos(&self, cpu: CpuId) -> Result<usize, usize> {
+        self.held.binary_search_by_key(&cpu, |(c, _)| *c)
+    }
+
+    /// Whether `cpu`'s runqueue is held.
+    pub fn holds(&self, cpu: CpuId) -> bool {
+        self.pos(cpu).is_ok()
+    }
+
+    /// The runqueue of `cpu`, if held.
+    pub fn get(&self, cpu: CpuId) -> Option<&Rq> {
+        self.pos(cpu).ok().map(|i| &*self.held[i].1)
+    }
+
+    /// The held runqueues, by CPU.
+    pub fn iter(&self) -> impl Iterator<Item = &Rq> {
+        self.held.iter().map(|(_, g)| &**g)
+    }
+}
+
+impl core::ops::Index<CpuId> for RqSet<'_> {
+    type Output = Rq;
+    fn index(&self, cpu: CpuId) -> &Rq {
+        match self.pos(cpu) {
+            Ok(i) => &self.held[i].1,
+            Err(_) => panic!("runqueue {cpu} used without its lock"),
+        }
+    }
+}
+
+impl core::ops::IndexMut<CpuId> for RqSet<'_> {
+    fn index_mut(&mut self, cpu: CpuId) -> &mut Rq {
+        match self.pos(cpu) {
+            Ok(i) => &mut self.held[i].1,
+            Err(_) => panic!("runqueue {cpu} used without its lock"),
+        }
+    }
+}
+
+/// The tasks an operation may touch: those homed on its held runqueues,
+/// plus tasks in transit (being woken, forked or moved) that it owns.
+pub struct TaskSet<'a> {
+    shared: &'a Shared,
+    held: Vec<(CpuId, Guard<'a, TaskArena>)>,
+    transit: Vec<Task>,
+}
+
+impl TaskSet<'_> {
+    fn arena_of(&self, id: TaskId) -> Option<usize> {
+        let cpu = self.shared.task_cpu(id)?;
+        self.held.binary_search_by_key(&cpu, |(c, _)| *c).ok()
+    }
+
+    /// The task, if this operation can reach it.
+    pub fn get_mut(&mut self, id: TaskId) -> Option<&mut Task> {
+        if let Some(i) = self.transit.iter().position(|t| t.id == id) {
+            return Some(&mut self.transit[i]);
+        }
+        let a = self.arena_of(id)?;
+        self.held[a].1.get_mut(id)
+    }
+
+    /// Tasks homed on the held runqueues and in transit.
+    pub fn iter(&self) -> impl Iterator<Item = &Task> {
+        self.transit
+            .iter()
+            .chain(self.held.iter().flat_map(|(_, a)| a.iter()))
+    }
+
+    /// Take a task homed on a held runqueue into transit (it leaves its
+    /// runqueue's arena; it must not be queued).
+    pub fn take(&mut self, id: TaskId) -> Task {
+        let a = self.arena_of(id).expect("task not reachable");
+        let t = self.held[a].1.remove(id).expect("task not in its arena");
+        debug_assert!(!t.se.on_rq, "taking a queued task");
+        self.shared.task_cpu[id.0 as usize].store(IN_TRANSIT, Relaxed);
+        t
+    }
+
+    /// Start owning a task in transit.
+    pub fn push_transit(&mut self, t: Task) {
+        self.transit.push(t);
+    }
+
+    /// Home a task in transit on `cpu` (held), which becomes its task_cpu.
+    pub fn settle(&mut self, id: TaskId, cpu: CpuId) {
+        let i = self
+            .transit
+            .iter()
+            .position(|t| t.id == id)
+            .expect("task not in transit");
+        let mut t = self.transit.swap_remove(i);
+        t.cpu = cpu;
+        let a = self
+            .held
+            .binary_search_by_key(&cpu, |(c, _)| *c)
+            .expect("settling on a runqueue that is not held");
+        self.held[a].1.insert(t);
+        self.shared.task_cpu[id.0 as usize].store(cpu as u32, Relaxed);
+    }
+
+    /// Move a (dequeued) task between two held runqueues' arenas. The
+    /// directory goes straight from the old CPU to the new one, so a
+    /// concurrent `task_rq_lock` never finds the task missing.
+    pub fn rehome(&mut self, id: TaskId, to: CpuId) {
+        let a = self.arena_of(id).expect("task not reachable");
+        let mut t = self.held[a].1.remove(id).expect("task not in its arena");
+        t.cpu = to;
+        let b = self
+            .held
+            .binary_search_by_key(&to, |(c, _)| *c)
+            .expect("moving to a runqueue that is not held");
+        self.held[b].1.insert(t);
+        self.shared.task_cpu[id.0 as usize].store(to as u32, Relaxed);
+    }
+
+    /// Free a dead task homed on a held runqueue and release its id.
+    pub fn free(&mut self, id: TaskId) {
+        if let Some(a) = self.arena_of(id) {
+            self.held[a].1.remove(id);
+            self.shared.free_id(id);
+        }
+    }
+}
+
+impl Tasks for TaskSet<'_> {
+    fn get(&self, id: TaskId) -> Option<&Task> {
+        if let Some(t) = self.transit.iter().find(|t| t.id == id) {
+            return Some(t);
+        }
+        let a = self.arena_of(id)?;
+        self.held[a].1.get(id)
+    }
+}
+
+impl core::ops::Index<TaskId> for TaskSet<'_> {
+    type Output = Task;
+    fn index(&self, id: TaskId) -> &Task {
+        Tasks::get(self, id)
+            .unwrap_or_else(|| panic!("task {} used without its runqueue lock", id.0))
+    }
+}
+
+impl core::ops::IndexMut<TaskId> for TaskSet<'_> {
+    fn index_mut(&mut self, id: TaskId) -> &mut Task {
+        self.get_mut(id)
+            .unwrap_or_else(|| panic!("task {} used without its runqueue lock", id.0))
+    }
+}
 
 /// One task move decided by the core (the kernel IPIs `to` if needed).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -33,54 +409,140 @@ pub struct Migration {
     pub reason: MigrationReason,
 }
 
-/// All scheduler state of one machine.
-#[derive(Clone, Debug)]
-pub struct SchedCore {
+/// One scheduler operation in progress: what it holds and may touch.
+pub struct SchedCore<'a> {
     /// Run configuration.
     pub cfg: SchedConfig,
     /// Topology facts.
-    pub topo: SchedTopo,
-    /// Task arena.
-    pub tasks: TaskArena,
-    /// Per-CPU runqueues.
-    pub rqs: Vec<Rq>,
+    pub topo: &'a SchedTopo,
     /// Per-LLC shared state, indexed by `sd_llc_id`.
-    pub llc: Vec<LlcShared>,
-    /// Statistics.
-    pub stats: SchedStats,
+    pub llc: &'a [LlcShared],
+    /// The machine-wide state.
+    pub shared: &'a Shared,
+    /// Held runqueues (indexing one that is not held panics).
+    pub rqs: RqSet<'a>,
+    /// Reachable tasks.
+    pub tasks: TaskSet<'a>,
+    /// The acting CPU's statistics.
+    pub stats: Guard<'a, SchedStats>,
     /// CPUs whose need_resched was set since the last drain (IPI targets).
     pub(crate) resched: Vec<CpuId>,
 }
 
-impl SchedCore {
-    /// Fresh state: every CPU idle, every LLC "all busy" as Linux builds it.
-    pub fn new(topo: SchedTopo, cfg: SchedConfig) -> Self {
-        let n = topo.nr_cpus;
-        let rqs = (0..n)
-            .map(|c| {
-                let mins: Vec<u64> = topo
-                    .sd(c)
-                    .iter()
-                    .map(|d| u64::from(d.min_interval_ms))
-                    .collect();
-                Rq::new(c, &mins, cfg.tunables.migration_cost_ns)
-            })
-            .collect();
-        let llc = (0..n).map(|c| LlcShared::new(topo.llc_size[c])).collect();
-        SchedCore {
-            cfg,
-            stats: SchedStats::new(n),
-            topo,
-            tasks: TaskArena::default(),
-            rqs,
-            llc,
-            resched: Vec::new(),
-        }
+impl Drop for SchedCore<'_> {
+    fn drop(&mut self) {
+        debug_assert!(
+            self.tasks.transit.is_empty(),
+            "operation ended with a task in transit"
+        );
+        self.unlock_all();
     }
+}
 
+impl<'a> SchedCore<'a> {
     /// Number of CPUs.
     pub fn nr_cpus(&self) -> usize {
         self.topo.nr_cpus
+    }
+
+    /// Take `cpu`'s runqueue lock too. Locks are taken in ascending CPU
+    /// order: if `cpu` is below a held one and not free right away, every
+    /// held lock is released and all are re-taken in order
+    /// (`double_lock_balance()`); returns true if that happened, so the
+    /// caller knows the held runqueues may have changed meanwhile.
+    pub fn lock_also(&mut self, cpu: CpuId) -> bool {
+        let Err(at) = self.rqs.pos(cpu) else {
+            return false;
+        };
+        let sh = self.shared;
+        if at == self.rqs.held.len() {
+            let rq = lock_or_report(&sh.rqs[cpu], "runqueue");
+            let arena = lock_or_report(&sh.arenas[cpu], "task arena");
+            self.take_locks(cpu, rq, arena, at);
+            return false;
+        }
+        if let Some(rq) = sh.rqs[cpu].try_lock()
+            && let Some(ar) = sh.arenas[cpu].try_lock()
+        {
+            self.take_locks(cpu, rq, ar, at);
+            return false;
+        }
+        let mut cpus: Vec<CpuId> = self.rqs.held.iter().map(|(c, _)| *c).collect();
+        cpus.insert(at, cpu);
+        self.unlock_all();
+        for c in cpus {
+            let n = self.rqs.held.len();
+            let rq = lock_or_report(&sh.rqs[c], "runqueue");
+            self.take_locks(c, rq, lock_or_report(&sh.arenas[c], "task arena"), n);
+        }
+        true
+    }
+
+    fn take_locks(
+        &mut self,
+        cpu: CpuId,
+        mut rq: Guard<'a, Rq>,
+        arena: Guard<'a, TaskArena>,
+        at: usize,
+    ) {
+        // Apply removals queued while this runqueue was not held.
+        let r = core::mem::take(&mut *lock_or_report(&self.shared.removed[cpu], "removed"));
+        if r.nr != 0 {
+            let m = &mut rq.cfs.removed;
+            m.load_avg += r.load_avg;
+            m.util_avg += r.util_avg;
+            m.runnable_avg += r.runnable_avg;
+            m.nr += r.nr;
+        }
+        self.rqs.held.insert(at, (cpu, rq));
+        self.tasks.held.insert(at, (cpu, arena));
+    }
+
+    /// Release `cpu`'s runqueue, publishing its snapshot.
+    pub fn unlock(&mut self, cpu: CpuId) {
+        if let Ok(i) = self.rqs.pos(cpu) {
+            let (_, rq) = self.rqs.held.remove(i);
+            self.shared.snap[cpu].publish(&rq);
+            self.tasks.held.remove(i);
+        }
+    }
+
+    fn unlock_all(&mut self) {
+        while let Some((cpu, rq)) = self.rqs.held.pop() {
+            self.shared.snap[cpu].publish(&rq);
+            self.tasks.held.pop();
+        }
+    }
+
+    /// The live state of a held runqueue, else its last snapshot.
+    pub fn view(&self, cpu: CpuId) -> RqView {
+        match self.rqs.get(cpu) {
+            Some(rq) => RqView::of(rq),
+            None => self.shared.snap[cpu].read(),
+        }
+    }
+
+    /// `nr_running` of any CPU (live if held, else snapshot).
+    pub fn nr_running(&self, cpu: CpuId) -> u32 {
+        match self.rqs.get(cpu) {
+            Some(rq) => rq.nr_running(),
+            None => self.shared.snap[cpu].read().nr_running,
+        }
+    }
+
+    /// `sched_idle_cpu()` of any CPU.
+    pub fn sched_idle_cpu(&self, cpu: CpuId) -> bool {
+        self.view(cpu).is_sched_idle()
+    }
+
+    /// `idle_stamp` of any CPU.
+    pub fn idle_stamp(&self, cpu: CpuId) -> u64 {
+        self.view(cpu).idle_stamp
+    }
+
+    /// Pre-5.7 `runnable_load_avg` of any CPU.
+    pub fn cpu_runnable_load(&self, cpu: CpuId) -> u64 {
+        self.view(cpu).runnable_load_avg
     }
 
     /// Advance a CPU's clock (`update_rq_clock`); never goes backwards.
@@ -105,28 +567,32 @@ impl SchedCore {
 
     /// `idle_cpu()` / `available_idle_cpu()` (no vCPU preemption here).
     pub fn idle_cpu(&self, cpu: CpuId) -> bool {
-        self.rqs[cpu].is_idle()
+        match self.rqs.get(cpu) {
+            Some(rq) => rq.is_idle(),
+            None => self.shared.snap[cpu].read().is_idle(),
+        }
     }
 
     /// `available_idle_cpu() || sched_idle_cpu()`.
     pub fn idle_ish(&self, cpu: CpuId) -> bool {
-        self.rqs[cpu].is_idle() || self.rqs[cpu].is_sched_idle()
+        let v = self.view(cpu);
+        v.is_idle() || v.is_sched_idle()
     }
 
     /// `cpu_load()`: PELT load incl. blocked load (5.5+); with the
     /// RUNNABLE_LOAD switch the pre-5.7 `runnable_load_avg`.
     pub fn cpu_load(&self, cpu: CpuId) -> u64 {
-        let avg = &self.rqs[cpu].cfs.avg;
+        let v = self.view(cpu);
         if self.cfg.features.has(Feat::RunnableLoad) {
-            avg.runnable_load_avg
+            v.runnable_load_avg
         } else {
-            avg.load_avg
+            v.load_avg
         }
     }
 
     /// The blocked-inclusive load regardless of switches.
     pub fn cpu_load_avg(&self, cpu: CpuId) -> u64 {
-        self.rqs[cpu].cfs.avg.load_avg
+        self.view(cpu).load_avg
     }
 
     /// `task_h_load()` (no cgroups: the task's load_avg).
@@ -151,23 +617,23 @@ impl SchedCore {
 
     /// `cpu_util_cfs()`: util capped at capacity_orig.
     pub fn cpu_util(&self, cpu: CpuId) -> u64 {
-        let rq = &self.rqs[cpu];
-        rq.cfs.avg.util_avg.min(rq.cpu_capacity_orig)
+        let v = self.view(cpu);
+        v.util_avg.min(v.capacity_orig)
     }
 
     /// `cpu_util_without(cpu, p)`.
     pub fn cpu_util_without(&self, cpu: CpuId, p: TaskId) -> u64 {
-        let rq = &self.rqs[cpu];
-        let mut u = rq.cfs.avg.util_avg;
+        let v = self.view(cpu);
+        let mut u = v.util_avg;
         if self.counts_on(cpu, p) {
             u = u.saturating_sub(self.tasks[p].se.avg.util_avg);
         }
-        u.min(rq.cpu_capacity_orig)
+        u.min(v.capacity_orig)
     }
 
     /// `cpu_runnable()`.
     pub fn cpu_runnable(&self, cpu: CpuId) -> u64 {
-        self.rqs[cpu].cfs.avg.runnable_avg
+        self.view(cpu).runnable_avg
     }
 
     /// `cpu_runnable_without(cpu, p)`.
@@ -182,12 +648,15 @@ impl SchedCore {
 
     /// `capacity_of()`.
     pub fn capacity_of(&self, cpu: CpuId) -> u64 {
-        self.rqs[cpu].cpu_capacity
+        self.view(cpu).capacity
     }
 
     /// `enqueue_task_fair()`: queue `p` on `cpu` (it becomes Runnable).
     pub fn enqueue_task(&mut self, cpu: CpuId, p: TaskId, flags: EnqueueFlags, now: u64) {
         let cfg = self.cfg;
+        if self.tasks.transit.iter().any(|t| t.id == p) {
+            self.tasks.settle(p, cpu);
+        }
         let rq = &mut self.rqs[cpu];
         entity::enqueue_entity(&mut rq.cfs, &mut self.tasks, &cfg, p, flags, now);
         let t = &mut self.tasks[p];
@@ -211,10 +680,7 @@ impl SchedCore {
     /// against the destination's min_vruntime.
     fn renormalize_vruntime(&mut self, p: TaskId, from: CpuId, to: CpuId) {
         if self.cfg.pick == PickPolicy::Cfs {
-            let (a, b) = (
-                self.rqs[from].cfs.min_vruntime,
-                self.rqs[to].cfs.min_vruntime,
-            );
+            let (a, b) = (self.view(from).min_vruntime, self.view(to).min_vruntime);
             let se = &mut self.tasks[p].se;
             se.vruntime = se.vruntime.wrapping_sub(a).wrapping_add(b);
         }
@@ -247,18 +713,23 @@ impl SchedCore {
     /// its (old) CPU's queue.
     pub fn remove_entity_load_avg(&mut self, p: TaskId) {
         let cpu = self.tasks[p].cpu;
-        let lut = self.rqs[cpu].cfs.avg.last_update_time;
+        let lut = self.view(cpu).last_update_time;
         let t = &mut self.tasks[p];
         if t.se.avg.last_update_time == 0 {
             return;
         }
         let w = t.se.load.weight;
         pelt::update_entity_load_avg(&mut t.se.avg, lut, w, false, false);
-        let r = &mut self.rqs[cpu].cfs.removed;
-        r.load_avg += t.se.avg.load_avg;
-        r.util_avg += t.se.avg.util_avg;
-        r.runnable_avg += t.se.avg.runnable_avg;
-        r.nr += 1;
+        let add = |r: &mut Removed| {
+            r.load_avg += t.se.avg.load_avg;
+            r.util_avg += t.se.avg.util_avg;
+            r.runnable_avg += t.se.avg.runnable_avg;
+            r.nr += 1;
+        };
+        match self.rqs.pos(cpu) {
+            Ok(i) => add(&mut self.rqs.held[i].1.cfs.removed),
+            Err(_) => add(&mut lock_or_report(&self.shared.removed[cpu], "removed")),
+        }
         t.se.avg.last_update_time = 0;
     }
 
@@ -283,6 +754,7 @@ impl SchedCore {
         );
         self.renormalize_vruntime(p, from, to);
         self.note_migration(p, from, to, reason);
+        self.tasks.rehome(p, to);
         let now_dst = self.update_rq_clock(to, now);
         self.enqueue_task(
             to,

@@ -39,7 +39,7 @@ pub fn update_idle_core(core: &mut SchedCore, cpu: CpuId) {
     }
     let id = core.topo.llc_id[cpu];
     if core.cfg.features.has(Feat::IdleCoreHint) {
-        if let IdleCore::Core(_) = core.llc[id].idle_core {
+        if let IdleCore::Core(_) = core.llc[id].idle_core() {
             return;
         }
         let hint = if core_fully_idle(core, cpu) {
@@ -47,15 +47,15 @@ pub fn update_idle_core(core: &mut SchedCore, cpu: CpuId) {
         } else {
             set_next_idle_core(core, cpu)
         };
-        core.llc[id].idle_core = hint;
-        core.llc[id].has_idle_cores = hint != IdleCore::None;
+        core.llc[id].set_idle_core(hint);
+        core.llc[id].set_has_idle_cores(hint != IdleCore::None);
         return;
     }
-    if core.llc[id].has_idle_cores {
+    if core.llc[id].has_idle_cores() {
         return;
     }
     if core_fully_idle(core, cpu) {
-        core.llc[id].has_idle_cores = true;
+        core.llc[id].set_has_idle_cores(true);
     }
 }
 
@@ -65,7 +65,7 @@ pub fn idle_enter(core: &mut SchedCore, cpu: CpuId) {
     update_idle_core(core, cpu);
     if core.cfg.features.has(Feat::IdleAcctEntry) && !core.rqs[cpu].acct_idle {
         let id = core.topo.llc_id[cpu];
-        core.llc[id].nr_busy_cpus = core.llc[id].nr_busy_cpus.saturating_sub(1);
+        core.llc[id].dec_busy();
         core.rqs[cpu].acct_idle = true;
     }
 }
@@ -74,14 +74,12 @@ pub fn idle_enter(core: &mut SchedCore, cpu: CpuId) {
 pub fn idle_exit(core: &mut SchedCore, cpu: CpuId) {
     core.stats.rq.idle_exit += 1;
     let id = core.topo.llc_id[cpu];
-    if core.cfg.features.has(Feat::IdleCoreHint)
-        && core.llc[id].idle_core == IdleCore::Core(core.topo.core_id(cpu))
-    {
-        core.llc[id].idle_core = IdleCore::Unknown;
+    if core.cfg.features.has(Feat::IdleCoreHint) {
+        let mine = IdleCore::Core(core.topo.core_id(cpu));
+        core.llc[id].swap_idle_core(mine, IdleCore::Unknown);
     }
     if core.cfg.features.has(Feat::IdleAcctEntry) && core.rqs[cpu].acct_idle {
-        let l = &mut core.llc[id];
-        l.nr_busy_cpus = (l.nr_busy_cpus + 1).min(l.size);
+        core.llc[id].inc_busy();
         core.rqs[cpu].acct_idle = false;
     }
 }
@@ -97,10 +95,9 @@ pub fn tick_accounting(core: &mut SchedCore, cpu: CpuId) {
     let rq = &mut core.rqs[cpu];
     if idle && !rq.nohz_idle {
         rq.nohz_idle = true;
-        core.llc[id].nr_busy_cpus = core.llc[id].nr_busy_cpus.saturating_sub(1);
+        core.llc[id].dec_busy();
     } else if !idle && rq.nohz_idle {
         rq.nohz_idle = false;
-        let l = &mut core.llc[id];
-        l.nr_busy_cpus = (l.nr_busy_cpus + 1).min(l.size);
+        core.llc[id].inc_busy();
     }
 }

@@ -50,3 +50,6 @@ mod testutil;
 
 #[cfg(test)]
 mod proptests;
+
+#[cfg(test)]
+mod concurrency_tests;

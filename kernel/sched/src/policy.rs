@@ -29,7 +29,7 @@ pub trait SchedPolicy {
     /// forking (WF_FORK) or exec'ing (WF_EXEC) task; `this_cpu` is where the
     /// decision runs (waker/parent CPU).
     fn select_cpu(
-        &mut self,
+        &self,
         core: &mut SchedCore,
         p: TaskId,
         prev_cpu: CpuId,
@@ -41,38 +41,24 @@ pub trait SchedPolicy {
     }
 
     /// `ops.enqueue`: make `p` runnable on `cpu`.
-    fn enqueue(
-        &mut self,
-        core: &mut SchedCore,
-        cpu: CpuId,
-        p: TaskId,
-        flags: EnqueueFlags,
-        now: u64,
-    ) {
+    fn enqueue(&self, core: &mut SchedCore, cpu: CpuId, p: TaskId, flags: EnqueueFlags, now: u64) {
         core.enqueue_task(cpu, p, flags, now);
     }
 
     /// `ops.dequeue`: take `p` off `cpu`.
-    fn dequeue(
-        &mut self,
-        core: &mut SchedCore,
-        cpu: CpuId,
-        p: TaskId,
-        flags: DequeueFlags,
-        now: u64,
-    ) {
+    fn dequeue(&self, core: &mut SchedCore, cpu: CpuId, p: TaskId, flags: DequeueFlags, now: u64) {
         core.dequeue_task(cpu, p, flags, now);
     }
 
     /// `ops.dispatch` / pick_next: which queued task of `cpu` runs next
     /// (curr has already been put back).
-    fn pick_next(&mut self, core: &mut SchedCore, cpu: CpuId, _now: u64) -> Option<TaskId> {
+    fn pick_next(&self, core: &mut SchedCore, cpu: CpuId, _now: u64) -> Option<TaskId> {
         let cfg = core.cfg;
         entity::pick_next_entity(&mut core.rqs[cpu].cfs, &core.tasks, &cfg)
     }
 
     /// `ops.tick` / `task_tick_fair`: account curr; true = reschedule.
-    fn tick(&mut self, core: &mut SchedCore, cpu: CpuId, now: u64) -> bool {
+    fn tick(&self, core: &mut SchedCore, cpu: CpuId, now: u64) -> bool {
         let cfg = core.cfg;
         let rq = &mut core.rqs[cpu];
         let Some(c) = rq.curr else { return false };
@@ -91,18 +77,18 @@ pub trait SchedPolicy {
     }
 
     /// Periodic balancing (`sched_balance_domains`), called when due.
-    fn balance(&mut self, core: &mut SchedCore, cpu: CpuId, now: u64) -> Vec<Migration> {
+    fn balance(&self, core: &mut SchedCore, cpu: CpuId, now: u64) -> Vec<Migration> {
         domains::rebalance_domains(core, cpu, now)
     }
 
     /// Newly-idle balancing (`sched_balance_newidle`).
-    fn newidle_balance(&mut self, core: &mut SchedCore, cpu: CpuId, now: u64) -> Vec<Migration> {
+    fn newidle_balance(&self, core: &mut SchedCore, cpu: CpuId, now: u64) -> Vec<Migration> {
         domains::newidle_balance(core, cpu, now)
     }
 
     /// Active balance push requested by the balancer, run on the busiest CPU.
     fn active_balance(
-        &mut self,
+        &self,
         core: &mut SchedCore,
         busiest: CpuId,
         target: CpuId,
@@ -112,12 +98,12 @@ pub trait SchedPolicy {
     }
 
     /// `ops.update_idle(true)`: `cpu` switched to its idle task.
-    fn idle_enter(&mut self, core: &mut SchedCore, cpu: CpuId, _now: u64) {
+    fn idle_enter(&self, core: &mut SchedCore, cpu: CpuId, _now: u64) {
         idle::idle_enter(core, cpu);
     }
 
     /// `ops.update_idle(false)`: `cpu` leaves its idle task.
-    fn idle_exit(&mut self, core: &mut SchedCore, cpu: CpuId, _now: u64) {
+    fn idle_exit(&self, core: &mut SchedCore, cpu: CpuId, _now: u64) {
         idle::idle_exit(core, cpu);
     }
 }
@@ -130,7 +116,7 @@ impl SchedPolicy for FairPolicy {}
 
 /// A policy chosen at run time (by name, see [`crate::policies::by_name`]):
 /// every hook forwards to the boxed policy.
-pub type DynPolicy = alloc::boxed::Box<dyn SchedPolicy + Send>;
+pub type DynPolicy = alloc::boxed::Box<dyn SchedPolicy + Send + Sync>;
 
 impl SchedPolicy for DynPolicy {
     fn name(&self) -> &'static str {
@@ -138,7 +124,7 @@ impl SchedPolicy for DynPolicy {
     }
 
     fn select_cpu(
-        &mut self,
+        &self,
         core: &mut SchedCore,
         p: TaskId,
         prev_cpu: CpuId,
@@ -149,46 +135,32 @@ impl SchedPolicy for DynPolicy {
         (**self).select_cpu(core, p, prev_cpu, this_cpu, flags, now)
     }
 
-    fn enqueue(
-        &mut self,
-        core: &mut SchedCore,
-        cpu: CpuId,
-        p: TaskId,
-        flags: EnqueueFlags,
-        now: u64,
-    ) {
+    fn enqueue(&self, core: &mut SchedCore, cpu: CpuId, p: TaskId, flags: EnqueueFlags, now: u64) {
         (**self).enqueue(core, cpu, p, flags, now)
     }
 
-    fn dequeue(
-        &mut self,
-        core: &mut SchedCore,
-        cpu: CpuId,
-        p: TaskId,
-        flags: DequeueFlags,
-        now: u64,
-    ) {
+    fn dequeue(&self, core: &mut SchedCore, cpu: CpuId, p: TaskId, flags: DequeueFlags, now: u64) {
         (**self).dequeue(core, cpu, p, flags, now)
     }
 
-    fn pick_next(&mut self, core: &mut SchedCore, cpu: CpuId, now: u64) -> Option<TaskId> {
+    fn pick_next(&self, core: &mut SchedCore, cpu: CpuId, now: u64) -> Option<TaskId> {
         (**self).pick_next(core, cpu, now)
     }
 
-    fn tick(&mut self, core: &mut SchedCore, cpu: CpuId, now: u64) -> bool {
+    fn tick(&self, core: &mut SchedCore, cpu: CpuId, now: u64) -> bool {
         (**self).tick(core, cpu, now)
     }
 
-    fn balance(&mut self, core: &mut SchedCore, cpu: CpuId, now: u64) -> Vec<Migration> {
+    fn balance(&self, core: &mut SchedCore, cpu: CpuId, now: u64) -> Vec<Migration> {
         (**self).balance(core, cpu, now)
     }
 
-    fn newidle_balance(&mut self, core: &mut SchedCore, cpu: CpuId, now: u64) -> Vec<Migration> {
+    fn newidle_balance(&self, core: &mut SchedCore, cpu: CpuId, now: u64) -> Vec<Migration> {
         (**self).newidle_balance(core, cpu, now)
     }
 
     fn active_balance(
-        &mut self,
+        &self,
         core: &mut SchedCore,
         busiest: CpuId,
         target: CpuId,
@@ -197,11 +169,11 @@ impl SchedPolicy for DynPolicy {
         (**self).active_balance(core, busiest, target, now)
     }
 
-    fn idle_enter(&mut self, core: &mut SchedCore, cpu: CpuId, now: u64) {
+    fn idle_enter(&self, core: &mut SchedCore, cpu: CpuId, now: u64) {
         (**self).idle_enter(core, cpu, now)
     }
 
-    fn idle_exit(&mut self, core: &mut SchedCore, cpu: CpuId, now: u64) {
+    fn idle_exit(&self, core: &mut SchedCore, cpu: CpuId, now: u64) {
         (**self).idle_exit(core, cpu, now)
     }
 }

@@ -91,8 +91,8 @@ fn serve(s: &mut Scheduler, mut cpus: Vec<CpuId>, now: u64) {
 }
 
 fn apply(s: &mut Scheduler, op: &Op, now: &mut u64) {
-    let n = s.core.nr_cpus();
-    let live: Vec<TaskId> = s.core.tasks.iter().map(|t| t.id).collect();
+    let n = s.core().nr_cpus();
+    let live: Vec<TaskId> = s.core().tasks.iter().map(|t| t.id).collect();
     match *op {
         Op::Fork(c, nice) => {
             let cpu = c % n;
@@ -196,7 +196,7 @@ proptest! {
         let mut now = 1_000;
         for op in &ops {
             apply(&mut s, op, &mut now);
-            if let Err(e) = chk.check(&s.core) {
+            if let Err(e) = chk.check(&s.core()) {
                 prop_assert!(false, "after {:?}: {}", op, e);
             }
         }
@@ -243,8 +243,8 @@ proptest! {
             ids.push((sim.spawn(i % n, nice, b), nice));
         }
         let mut chk = InvariantChecker::default();
-        sim.run_until_with(1_000_000_000, &mut |s| chk.check(&s.sched.core)).map_err(TestCaseError::fail)?;
-        let t = sim.sched.core.cfg.tunables;
+        sim.run_until_with(1_000_000_000, &mut |s| chk.check(&s.sched.core())).map_err(TestCaseError::fail)?;
+        let t = sim.sched.shared.cfg.tunables;
         let total_w: u64 = ids.iter().map(|&(_, nice)| LoadWeight::from_nice(nice).weight).sum();
         for &(p, nice) in &ids {
             let w = LoadWeight::from_nice(nice).weight;

@@ -10,7 +10,8 @@ impl<P: SchedPolicy> Scheduler<P> {
     /// Write `{"policy":..,"pick":..,"features":..,"tunables":{..},
     /// "stats":{..},"cpus":[..]}`.
     pub fn write_json(&self, w: &mut impl Write) -> fmt::Result {
-        let c = &self.core;
+        let stats = self.stats();
+        let c = self.core();
         let t = &c.cfg.tunables;
         write!(
             w,
@@ -31,7 +32,7 @@ impl<P: SchedPolicy> Scheduler<P> {
             t.tick_ns
         )?;
         w.write_str("\"stats\":")?;
-        c.stats.write_json(w)?;
+        stats.write_json(w)?;
         w.write_str(",\"cpus\":[")?;
         for (i, rq) in c.rqs.iter().enumerate() {
             if i > 0 {
@@ -60,7 +61,7 @@ mod tests {
 
     #[test]
     fn run_record_names_its_configuration() {
-        let mut s = sched(&spec(1, 2, 1, 1), PickPolicy::Eevdf, "NO_WA_IDLE_PREV");
+        let s = sched(&spec(1, 2, 1, 1), PickPolicy::Eevdf, "NO_WA_IDLE_PREV");
         s.wake_up_new_task(None, 0, 0, TaskPolicy::Normal, 10);
         let mut out = String::new();
         s.write_json(&mut out).unwrap();

@@ -5,6 +5,8 @@ use crate::CpuId;
 use crate::fair::cfs_rq::CfsRq;
 use crate::task::TaskId;
 use alloc::vec::Vec;
+use core::sync::atomic::Ordering::Relaxed;
+use core::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64};
 
 /// Per (CPU, domain level) balancing state (the mutable fields of
 /// `struct sched_domain`).
@@ -135,30 +137,217 @@ pub enum IdleCore {
     Core(CpuId),
 }
 
-/// `struct sched_domain_shared` of one LLC.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// `struct sched_domain_shared` of one LLC: read and written by every CPU
+/// of the LLC without a runqueue lock, as in Linux (atomics, racy by design).
+#[derive(Debug)]
 pub struct LlcShared {
     /// CPUs of the LLC.
     pub size: u32,
-    /// `nr_busy_cpus` (initially all busy, as Linux builds it).
-    pub nr_busy_cpus: u32,
-    /// `has_idle_cores` hint.
-    pub has_idle_cores: bool,
-    /// Idle-core identity (IDLE_CORE_HINT).
-    pub idle_core: IdleCore,
-    /// SIS_UTIL scan depth (`nr_idle_scan`).
-    pub nr_idle_scan: u32,
+    nr_busy_cpus: AtomicU32,
+    has_idle_cores: AtomicBool,
+    /// -2 none, -1 unknown, >= 0 a core's first CPU (see [`IdleCore`]).
+    idle_core: AtomicI64,
+    nr_idle_scan: AtomicU32,
 }
 
 impl LlcShared {
-    /// Initial state for an LLC of `size` CPUs.
+    /// Initial state for an LLC of `size` CPUs ("all busy", as Linux builds it).
     pub fn new(size: usize) -> Self {
         LlcShared {
             size: size as u32,
-            nr_busy_cpus: size as u32,
-            has_idle_cores: false,
-            idle_core: IdleCore::Unknown,
-            nr_idle_scan: size as u32,
+            nr_busy_cpus: AtomicU32::new(size as u32),
+            has_idle_cores: AtomicBool::new(false),
+            idle_core: AtomicI64::new(-1),
+            nr_idle_scan: AtomicU32::new(size as u32),
+        }
+    }
+
+    /// `nr_busy_cpus`.
+    pub fn nr_busy_cpus(&self) -> u32 {
+        self.nr_busy_cpus.load(Relaxed)
+    }
+
+    /// One more busy CPU (capped at the LLC size).
+    pub fn inc_busy(&self) {
+        let size = self.size;
+        let _ = self
+            .nr_busy_cpus
+            .fetch_update(Relaxed, Relaxed, |n| Some((n + 1).min(size)));
+    }
+
+    /// One busy CPU less (saturating).
+    pub fn dec_busy(&self) {
+        let _ = self
+            .nr_busy_cpus
+            .fetch_update(Relaxed, Relaxed, |n| Some(n.saturating_sub(1)));
+    }
+
+    /// `has_idle_cores`.
+    pub fn has_idle_cores(&self) -> bool {
+        self.has_idle_cores.load(Relaxed)
+    }
+
+    /// Set or clear `has_idle_cores`.
+    pub fn set_has_idle_cores(&self, v: bool) {
+        self.has_idle_cores.store(v, Relaxed);
+    }
+
+    /// The idle-core hint (IDLE_CORE_HINT).
+    pub fn idle_core(&self) -> IdleCore {
+        match self.idle_core.load(Relaxed) {
+            -2 => IdleCore::None,
+            v if v < 0 => IdleCore::Unknown,
+            v => IdleCore::Core(v as CpuId),
+        }
+    }
+
+    /// Store the idle-core hint.
+    pub fn set_idle_core(&self, h: IdleCore) {
+        let v = match h {
+            IdleCore::None => -2,
+            IdleCore::Unknown => -1,
+            IdleCore::Core(c) => c as i64,
+        };
+        self.idle_core.store(v, Relaxed);
+    }
+
+    /// Replace the hint only if it still is `old` (a racing CPU may have
+    /// changed it); true if replaced.
+    pub fn swap_idle_core(&self, old: IdleCore, new: IdleCore) -> bool {
+        let enc = |h| match h {
+            IdleCore::None => -2,
+            IdleCore::Unknown => -1,
+            IdleCore::Core(c) => c as i64,
+        };
+        self.idle_core
+            .compare_exchange(enc(old), enc(new), Relaxed, Relaxed)
+            .is_ok()
+    }
+
+    /// SIS_UTIL scan depth (`nr_idle_scan`).
+    pub fn nr_idle_scan(&self) -> u32 {
+        self.nr_idle_scan.load(Relaxed)
+    }
+
+    /// Store the SIS_UTIL scan depth.
+    pub fn set_nr_idle_scan(&self, v: u32) {
+        self.nr_idle_scan.store(v, Relaxed);
+    }
+}
+
+/// What other CPUs may read of a runqueue without its lock: published by the
+/// lock holder each time it releases the runqueue. Linux reads these fields
+/// of a remote `struct rq` with READ_ONCE; here they are explicit atomics.
+#[derive(Debug, Default)]
+pub struct RqSnap {
+    nr_running: AtomicU32,
+    nr_idle: AtomicU32,
+    curr_idle: AtomicBool,
+    load_avg: AtomicU64,
+    runnable_load_avg: AtomicU64,
+    util_avg: AtomicU64,
+    runnable_avg: AtomicU64,
+    last_update_time: AtomicU64,
+    min_vruntime: AtomicU64,
+    idle_stamp: AtomicU64,
+    capacity: AtomicU64,
+    capacity_orig: AtomicU64,
+}
+
+/// A copy of a [`RqSnap`] (or of a locked runqueue's live values).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RqView {
+    /// `nr_running`.
+    pub nr_running: u32,
+    /// SCHED_IDLE tasks queued.
+    pub nr_idle: u32,
+    /// The idle task runs.
+    pub curr_idle: bool,
+    /// cfs `load_avg`.
+    pub load_avg: u64,
+    /// cfs `runnable_load_avg` (pre-5.7 metric).
+    pub runnable_load_avg: u64,
+    /// cfs `util_avg`.
+    pub util_avg: u64,
+    /// cfs `runnable_avg`.
+    pub runnable_avg: u64,
+    /// cfs `last_update_time`.
+    pub last_update_time: u64,
+    /// cfs `min_vruntime`.
+    pub min_vruntime: u64,
+    /// `idle_stamp`.
+    pub idle_stamp: u64,
+    /// `cpu_capacity`.
+    pub capacity: u64,
+    /// `cpu_capacity_orig`.
+    pub capacity_orig: u64,
+}
+
+impl RqView {
+    /// The live values of a runqueue.
+    pub fn of(rq: &Rq) -> RqView {
+        let a = &rq.cfs.avg;
+        RqView {
+            nr_running: rq.cfs.nr_running,
+            nr_idle: rq.cfs.nr_idle,
+            curr_idle: rq.curr.is_none(),
+            load_avg: a.load_avg,
+            runnable_load_avg: a.runnable_load_avg,
+            util_avg: a.util_avg,
+            runnable_avg: a.runnable_avg,
+            last_update_time: a.last_update_time,
+            min_vruntime: rq.cfs.min_vruntime,
+            idle_stamp: rq.idle_stamp,
+            capacity: rq.cpu_capacity,
+            capacity_orig: rq.cpu_capacity_orig,
+        }
+    }
+
+    /// `idle_cpu()`.
+    pub fn is_idle(&self) -> bool {
+        self.curr_idle && self.nr_running == 0
+    }
+
+    /// `sched_idle_cpu()`.
+    pub fn is_sched_idle(&self) -> bool {
+        self.nr_running > 0 && self.nr_running == self.nr_idle
+    }
+}
+
+impl RqSnap {
+    /// Publish the values of `rq` (its lock holder, before unlocking).
+    pub fn publish(&self, rq: &Rq) {
+        let v = RqView::of(rq);
+        self.nr_running.store(v.nr_running, Relaxed);
+        self.nr_idle.store(v.nr_idle, Relaxed);
+        self.curr_idle.store(v.curr_idle, Relaxed);
+        self.load_avg.store(v.load_avg, Relaxed);
+        self.runnable_load_avg.store(v.runnable_load_avg, Relaxed);
+        self.util_avg.store(v.util_avg, Relaxed);
+        self.runnable_avg.store(v.runnable_avg, Relaxed);
+        self.last_update_time.store(v.last_update_time, Relaxed);
+        self.min_vruntime.store(v.min_vruntime, Relaxed);
+        self.idle_stamp.store(v.idle_stamp, Relaxed);
+        self.capacity.store(v.capacity, Relaxed);
+        self.capacity_orig.store(v.capacity_orig, Relaxed);
+    }
+
+    /// Read the last published values (fields may be from different
+    /// publications, like Linux's lockless remote reads).
+    pub fn read(&self) -> RqView {
+        RqView {
+            nr_running: self.nr_running.load(Relaxed),
+            nr_idle: self.nr_idle.load(Relaxed),
+            curr_idle: self.curr_idle.load(Relaxed),
+            load_avg: self.load_avg.load(Relaxed),
+            runnable_load_avg: self.runnable_load_avg.load(Relaxed),
+            util_avg: self.util_avg.load(Relaxed),
+            runnable_avg: self.runnable_avg.load(Relaxed),
+            last_update_time: self.last_update_time.load(Relaxed),
+            min_vruntime: self.min_vruntime.load(Relaxed),
+            idle_stamp: self.idle_stamp.load(Relaxed),
+            capacity: self.capacity.load(Relaxed),
+            capacity_orig: self.capacity_orig.load(Relaxed),
         }
     }
 }

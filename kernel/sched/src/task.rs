@@ -10,7 +10,7 @@
 use crate::CpuId;
 use crate::pelt::SchedAvg;
 use crate::weight::{LoadWeight, WEIGHT_IDLEPRIO};
-use alloc::vec::Vec;
+use alloc::collections::BTreeMap;
 
 /// Index of a task in the [`TaskArena`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -166,71 +166,90 @@ impl Task {
     }
 }
 
-/// Arena of tasks; freed slots are reused.
+/// Indexed access to tasks by [`TaskId`]: implemented by one CPU's
+/// [`TaskArena`] and by the multi-runqueue [`crate::core::TaskSet`] view, so
+/// the fair-class code works on either.
+pub trait Tasks: core::ops::Index<TaskId, Output = Task> + core::ops::IndexMut<TaskId> {
+    /// The task, if present.
+    fn get(&self, id: TaskId) -> Option<&Task>;
+}
+
+/// The tasks homed on one runqueue (queued, running, or asleep with this
+/// as `task_cpu`), keyed by id. Protected by that runqueue's lock.
 #[derive(Clone, Debug, Default)]
 pub struct TaskArena {
-    slots: Vec<Option<Task>>,
-    free: Vec<u32>,
+    map: BTreeMap<TaskId, Task>,
 }
 
 impl TaskArena {
-    /// Allocate a slot and build the task with its id.
+    /// Build a task with the smallest unused id and add it (host tests of
+    /// the fair class; the scheduler allocates ids machine-wide).
     pub fn alloc(&mut self, make: impl FnOnce(TaskId) -> Task) -> TaskId {
-        let idx = match self.free.pop() {
-            Some(i) => i,
-            None => {
-                self.slots.push(None);
-                (self.slots.len() - 1) as u32
+        let mut next = 0u32;
+        for id in self.map.keys() {
+            if id.0 != next {
+                break;
             }
-        };
-        let id = TaskId(idx);
-        self.slots[idx as usize] = Some(make(id));
+            next += 1;
+        }
+        let id = TaskId(next);
+        self.map.insert(id, make(id));
         id
     }
 
-    /// Release a slot.
-    pub fn free(&mut self, id: TaskId) {
-        if self.slots[id.0 as usize].take().is_some() {
-            self.free.push(id.0);
-        }
+    /// Remove a task (freed, or leaving for another runqueue).
+    pub fn remove(&mut self, id: TaskId) -> Option<Task> {
+        self.map.remove(&id)
     }
 
-    /// The task, if alive.
+    /// Add a task arriving on this runqueue.
+    pub fn insert(&mut self, t: Task) {
+        let prev = self.map.insert(t.id, t);
+        debug_assert!(prev.is_none(), "task inserted twice");
+    }
+
+    /// The task, if present.
     pub fn get(&self, id: TaskId) -> Option<&Task> {
-        self.slots.get(id.0 as usize).and_then(|s| s.as_ref())
+        self.map.get(&id)
     }
 
-    /// Mutable access, if alive.
+    /// Mutable access, if present.
     pub fn get_mut(&mut self, id: TaskId) -> Option<&mut Task> {
-        self.slots.get_mut(id.0 as usize).and_then(|s| s.as_mut())
+        self.map.get_mut(&id)
     }
 
-    /// Live tasks.
+    /// Tasks in id order.
     pub fn iter(&self) -> impl Iterator<Item = &Task> {
-        self.slots.iter().filter_map(|s| s.as_ref())
+        self.map.values()
     }
 
-    /// Number of live tasks.
+    /// Number of tasks.
     pub fn len(&self) -> usize {
-        self.slots.len() - self.free.len()
+        self.map.len()
     }
 
-    /// No live tasks.
+    /// No tasks.
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.map.is_empty()
+    }
+}
+
+impl Tasks for TaskArena {
+    fn get(&self, id: TaskId) -> Option<&Task> {
+        self.map.get(&id)
     }
 }
 
 impl core::ops::Index<TaskId> for TaskArena {
     type Output = Task;
     fn index(&self, id: TaskId) -> &Task {
-        self.get(id).expect("stale TaskId")
+        self.get(id).expect("task not on this runqueue")
     }
 }
 
 impl core::ops::IndexMut<TaskId> for TaskArena {
     fn index_mut(&mut self, id: TaskId) -> &mut Task {
-        self.get_mut(id).expect("stale TaskId")
+        self.get_mut(id).expect("task not on this runqueue")
     }
 }
 
@@ -245,7 +264,7 @@ mod tests {
         let t1 = a.alloc(|id| Task::new(id, 5, TaskPolicy::Normal, 1));
         assert_eq!(a.len(), 2);
         assert_eq!(a[t1].weight(), 335);
-        a.free(t0);
+        a.remove(t0);
         assert!(a.get(t0).is_none());
         let t2 = a.alloc(|id| Task::new(id, 0, TaskPolicy::Idle, 0));
         assert_eq!(t2, t0);

@@ -54,7 +54,7 @@ pub fn sleeper_on<P: crate::SchedPolicy>(s: &mut Scheduler<P>, cpu: CpuId, now: 
     t
 }
 pub fn set_load(s: &mut Scheduler, cpu: CpuId, blocked_incl: u64, runnable: u64) {
-    let avg = &mut s.core.rqs[cpu].cfs.avg;
+    let avg = &mut s.core().rqs[cpu].cfs.avg;
     avg.load_avg = blocked_incl;
     avg.runnable_load_avg = runnable;
 }

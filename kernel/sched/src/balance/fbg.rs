@@ -135,7 +135,7 @@ pub fn find_busiest_queue(core: &SchedCore, env: &LbEnv, group: usize) -> Option
     let mut busiest = None;
     let (mut b_load, mut b_cap, mut b_util, mut b_nr) = (0u64, 1u64, 0u64, 0u32);
     for cpu in sd.groups[group].span.iter() {
-        let nr = core.rqs[cpu].nr_running();
+        let nr = core.nr_running(cpu);
         if nr == 0 {
             continue;
         }

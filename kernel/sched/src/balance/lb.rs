@@ -230,7 +230,9 @@ fn load_balance_one(
             break 'find true;
         };
         env.src_cpu = src;
-        // rq_lock(busiest) + update_rq_clock(busiest).
+        // double_lock_balance(this, busiest) + update_rq_clock(busiest);
+        // the busiest queue is released again below.
+        core.lock_also(src);
         core.update_rq_clock(src, now);
         let reason = if idle == CpuIdleType::NewlyIdle {
             MigrationReason::NewIdle
@@ -267,6 +269,7 @@ fn load_balance_one(
             st.nr_balance_failed = 0;
             st.balance_interval_ms = min_interval;
         }
+        core.unlock(src);
         false
     };
     if balanced {
@@ -308,12 +311,18 @@ pub fn active_load_balance_cpu_stop(
         loop_max: 1,
     };
     core.update_rq_clock(busiest, now);
+    core.lock_also(target);
+    let mut pushed = None;
     for p in lru_tasks(core, busiest, usize::MAX) {
-        if can_migrate_task(core, &env, p, true) {
+        if core.rqs[busiest].curr != Some(p) && can_migrate_task(core, &env, p, true) {
             core.stats.lb.alb_pushed += 1;
-            return Some(core.move_queued_task(p, target, MigrationReason::Active, now));
+            pushed = Some(core.move_queued_task(p, target, MigrationReason::Active, now));
+            break;
         }
     }
-    core.stats.lb.alb_failed += 1;
-    None
+    core.unlock(target);
+    if pushed.is_none() {
+        core.stats.lb.alb_failed += 1;
+    }
+    pushed
 }

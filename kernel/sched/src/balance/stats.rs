@@ -127,11 +127,10 @@ pub fn update_sg_lb_stats(
     let mut overloaded = false;
     let mut first_threads = 0;
     for cpu in span.iter() {
-        let rq = &core.rqs[cpu];
         s.group_load += core.cpu_load_avg(cpu);
         s.group_util += core.cpu_util(cpu);
         s.group_runnable += core.cpu_runnable(cpu);
-        let nr = rq.nr_running();
+        let nr = core.nr_running(cpu);
         s.sum_nr_running += nr;
         s.sum_h_nr_running += nr;
         overloaded |= nr > 1;
@@ -257,5 +256,5 @@ pub fn update_idle_cpu_scan(
     let tmp = (x * x * pct * pct / (10000 * 1024)).min(1024);
     let y = (1024 - tmp) * llc_weight as u64 / 1024;
     let id = core.topo.llc_id[cpu];
-    core.llc[id].nr_idle_scan = y as u32;
+    core.llc[id].set_nr_idle_scan(y as u32);
 }

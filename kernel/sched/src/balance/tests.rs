@@ -76,24 +76,21 @@ fn sibling_imbalance_equalizes_tasks_per_core() {
 fn idle_cpu_pulls_from_overloaded_cpu() {
     let mut s = sched(&spec(1, 4, 1, 1), PickPolicy::Cfs, "");
     queue_on(&mut s, 0, 3, 1000);
-    let r = load_balance(&mut s.core, 1, 0, CpuIdleType::Idle, 2_000_000);
-    assert_eq!(r.moved.len(), 1, "{:?}", s.core.stats.lb);
+    let r = load_balance(&mut s.core(), 1, 0, CpuIdleType::Idle, 2_000_000);
+    assert_eq!(r.moved.len(), 1, "{:?}", s.stats().lb);
     let m = r.moved[0];
     assert_eq!((m.from, m.to, m.reason), (0, 1, MigrationReason::Balance));
-    assert_eq!(s.core.rqs[1].nr_running(), 1);
-    assert_eq!(s.core.rqs[0].nr_running(), 2);
+    assert_eq!(s.core().rqs[1].nr_running(), 1);
+    assert_eq!(s.core().rqs[0].nr_running(), 2);
     assert_eq!(
-        s.core
-            .stats
-            .migrations
-            .by_distance(MigrationDistance::SameLlc),
+        s.stats().migrations.by_distance(MigrationDistance::SameLlc),
         1
     );
-    assert_eq!(s.core.stats.lb.lb_gained, 1);
-    assert!(s.core.rqs[1].need_resched, "dst is kicked");
-    assert_eq!(s.core.stats.lb_by_domain.len(), 1);
-    assert_eq!(s.core.stats.lb_by_domain[0].0, "MC");
-    assert_eq!(s.core.stats.lb_by_domain[0].1.lb_gained, 1);
+    assert_eq!(s.stats().lb.lb_gained, 1);
+    assert!(s.core().rqs[1].need_resched, "dst is kicked");
+    assert_eq!(s.stats().lb_by_domain.len(), 1);
+    assert_eq!(s.stats().lb_by_domain[0].0, "MC");
+    assert_eq!(s.stats().lb_by_domain[0].1.lb_gained, 1);
 }
 
 #[test]
@@ -111,14 +108,14 @@ fn balanced_domain_backs_off() {
         migration_type: MigrationType::Load,
         loop_max: 32,
     };
-    assert_eq!(find_busiest_group(&mut s.core, &mut env), None);
-    let before = s.core.rqs[0].sd[0].balance_interval_ms;
-    load_balance(&mut s.core, 0, 0, CpuIdleType::NotIdle, 2_000_000);
-    assert_eq!(s.core.rqs[0].sd[0].balance_interval_ms, 2 * before);
-    assert_eq!(s.core.stats.lb.lb_balanced, 1);
+    assert_eq!(find_busiest_group(&mut s.core(), &mut env), None);
+    let before = s.core().rqs[0].sd[0].balance_interval_ms;
+    load_balance(&mut s.core(), 0, 0, CpuIdleType::NotIdle, 2_000_000);
+    assert_eq!(s.core().rqs[0].sd[0].balance_interval_ms, 2 * before);
+    assert_eq!(s.stats().lb.lb_balanced, 1);
     // Busy CPUs balance busy_factor (16) times less often.
-    let idle_iv = sd_balance_interval_ns(&s.core, 0, 0, false);
-    let busy_iv = sd_balance_interval_ns(&s.core, 0, 0, true);
+    let idle_iv = sd_balance_interval_ns(&s.core(), 0, 0, false);
+    let busy_iv = sd_balance_interval_ns(&s.core(), 0, 0, true);
     assert_eq!(busy_iv, 16 * idle_iv - 1_000_000);
 }
 
@@ -132,24 +129,24 @@ fn cache_hot_task_stays_until_balancing_keeps_failing() {
         .find(|&t| s.current(0) != Some(t))
         .unwrap();
     let now = 10_000_000;
-    s.core.tasks[waiting].se.exec_start = now - 100_000;
-    s.core.rqs[0].clock = now;
-    let r = load_balance(&mut s.core, 1, 0, CpuIdleType::Idle, now);
+    s.core().tasks[waiting].se.exec_start = now - 100_000;
+    s.core().rqs[0].clock = now;
+    let r = load_balance(&mut s.core(), 1, 0, CpuIdleType::Idle, now);
     assert!(r.moved.is_empty());
-    assert_eq!(s.core.stats.lb.lb_failed_hot, 1);
-    assert_eq!(s.core.rqs[1].sd[0].nr_balance_failed, 1);
-    let r = load_balance(&mut s.core, 1, 0, CpuIdleType::Idle, now);
+    assert_eq!(s.stats().lb.lb_failed_hot, 1);
+    assert_eq!(s.core().rqs[1].sd[0].nr_balance_failed, 1);
+    let r = load_balance(&mut s.core(), 1, 0, CpuIdleType::Idle, now);
     assert!(
         r.moved.is_empty(),
         "cache_nice_tries = 1 failure still allowed"
     );
-    let r = load_balance(&mut s.core, 1, 0, CpuIdleType::Idle, now);
+    let r = load_balance(&mut s.core(), 1, 0, CpuIdleType::Idle, now);
     assert_eq!(
         r.moved.len(),
         1,
         "forced after nr_balance_failed > cache_nice_tries"
     );
-    assert_eq!(s.core.stats.lb.lb_hot_gained, 1);
+    assert_eq!(s.stats().lb.lb_hot_gained, 1);
 }
 
 #[test]
@@ -162,17 +159,17 @@ fn active_balance_pushes_the_running_task() {
     s.set_percpu_kthread(kt, true);
     assert_eq!(s.current(0), Some(runner));
     for i in 0..5 {
-        load_balance(&mut s.core, 1, 0, CpuIdleType::Idle, 2_000_000 + i);
+        load_balance(&mut s.core(), 1, 0, CpuIdleType::Idle, 2_000_000 + i);
     }
-    assert_eq!(s.core.stats.lb.alb_count, 1);
-    assert_eq!(s.core.rqs[0].active_balance, Some(1));
+    assert_eq!(s.stats().lb.alb_count, 1);
+    assert_eq!(s.core().rqs[0].active_balance, Some(1));
     assert!(s.need_resched(0));
     let sw = s.schedule(0, 3_000_000);
     assert_eq!(sw.migrations.len(), 1);
     assert_eq!(sw.migrations[0].task, runner);
     assert_eq!(sw.migrations[0].reason, MigrationReason::Active);
     assert_eq!(sw.next, Some(kt));
-    assert_eq!(s.core.stats.lb.alb_pushed, 1);
+    assert_eq!(s.stats().lb.alb_pushed, 1);
 }
 
 #[test]
@@ -183,15 +180,15 @@ fn newidle_pulls_when_going_idle() {
     assert_eq!(s.current(1), Some(t1));
     s.block(1, 5_000_000);
     let sw = s.schedule(1, 5_000_000);
-    assert_eq!(sw.migrations.len(), 1, "{:?}", s.core.stats.lb);
+    assert_eq!(sw.migrations.len(), 1, "{:?}", s.stats().lb);
     assert_eq!(sw.migrations[0].reason, MigrationReason::NewIdle);
     assert!(sw.next.is_some());
-    assert_eq!(s.core.stats.lb.newidle_pulled, 1);
+    assert_eq!(s.stats().lb.newidle_pulled, 1);
     // cpu0 still has 2 tasks: idle cpu2 pulls the waiting one.
-    assert_eq!(newidle_balance(&mut s.core, 2, 6_000_000).len(), 1);
+    assert_eq!(newidle_balance(&mut s.core(), 2, 6_000_000).len(), 1);
     // Now no CPU is overloaded: newidle is skipped.
-    assert!(newidle_balance(&mut s.core, 3, 7_000_000).is_empty());
-    assert_eq!(s.core.stats.lb.newidle_skipped, 1);
+    assert!(newidle_balance(&mut s.core(), 3, 7_000_000).is_empty());
+    assert_eq!(s.stats().lb.newidle_skipped, 1);
 }
 
 #[test]
@@ -235,17 +232,16 @@ fn periodic_balance_spreads_across_numa_nodes() {
             }
         }
     }
-    let per_cpu: Vec<u32> = (0..4).map(|c| s.core.rqs[c].nr_running()).collect();
-    assert_eq!(per_cpu, vec![1, 1, 1, 1], "{:?}", s.core.stats.lb);
+    let per_cpu: Vec<u32> = (0..4).map(|c| s.core().rqs[c].nr_running()).collect();
+    assert_eq!(per_cpu, vec![1, 1, 1, 1], "{:?}", s.stats().lb);
     assert!(
-        s.core
-            .stats
+        s.stats()
             .migrations
             .by_distance(MigrationDistance::OtherNode)
             >= 1
     );
     let _ = ts;
-    assert!(rebalance_domains(&mut s.core, 3, 300_000_000).is_empty());
+    assert!(rebalance_domains(&mut s.core(), 3, 300_000_000).is_empty());
 }
 
 #[test]
@@ -311,18 +307,24 @@ fn should_we_balance_elects_one_cpu_per_group() {
         loop_max: 32,
     };
     // All idle: cpu0 is the first idle CPU of core {0,1}.
-    assert!(should_we_balance(&s.core, &env(0, CpuIdleType::Idle)));
-    assert!(!should_we_balance(&s.core, &env(1, CpuIdleType::Idle)));
+    assert!(should_we_balance(&s.core(), &env(0, CpuIdleType::Idle)));
+    assert!(!should_we_balance(&s.core(), &env(1, CpuIdleType::Idle)));
     // cpu0 busy: its idle sibling cpu1 balances for the group.
     queue_on(&mut s, 0, 1, 10);
-    assert!(should_we_balance(&s.core, &env(1, CpuIdleType::Idle)));
+    assert!(should_we_balance(&s.core(), &env(1, CpuIdleType::Idle)));
     // Newly idle: always, unless there is work.
-    assert!(should_we_balance(&s.core, &env(3, CpuIdleType::NewlyIdle)));
-    assert!(!should_we_balance(&s.core, &env(0, CpuIdleType::NewlyIdle)));
+    assert!(should_we_balance(
+        &s.core(),
+        &env(3, CpuIdleType::NewlyIdle)
+    ));
+    assert!(!should_we_balance(
+        &s.core(),
+        &env(0, CpuIdleType::NewlyIdle)
+    ));
     // Everyone busy: the group's first CPU.
     queue_on(&mut s, 1, 1, 10);
-    assert!(should_we_balance(&s.core, &env(0, CpuIdleType::NotIdle)));
-    assert!(!should_we_balance(&s.core, &env(1, CpuIdleType::NotIdle)));
+    assert!(should_we_balance(&s.core(), &env(0, CpuIdleType::NotIdle)));
+    assert!(!should_we_balance(&s.core(), &env(1, CpuIdleType::NotIdle)));
 }
 
 #[test]
@@ -332,11 +334,11 @@ fn busiest_queue_by_migration_type() {
     queue_on(&mut s, 1, 3, 10);
     queue_on(&mut s, 2, 2, 10);
     queue_on(&mut s, 3, 1, 10);
-    s.core.rqs[2].cfs.avg.load_avg = 5000;
-    s.core.rqs[1].cfs.avg.load_avg = 3000;
-    s.core.rqs[3].cfs.avg.load_avg = 9000;
-    s.core.rqs[2].cfs.avg.util_avg = 900;
-    s.core.rqs[1].cfs.avg.util_avg = 800;
+    s.core().rqs[2].cfs.avg.load_avg = 5000;
+    s.core().rqs[1].cfs.avg.load_avg = 3000;
+    s.core().rqs[3].cfs.avg.load_avg = 9000;
+    s.core().rqs[2].cfs.avg.util_avg = 900;
+    s.core().rqs[1].cfs.avg.util_avg = 800;
     // Groups at MC level are single CPUs: group index == cpu here.
     let mut env = LbEnv {
         dst_cpu: 0,
@@ -348,20 +350,26 @@ fn busiest_queue_by_migration_type() {
         loop_max: 32,
     };
     let group_of = |s: &Scheduler, cpu: CpuId| {
-        s.core.topo.sd(0)[0]
+        s.shared.topo.sd(0)[0]
             .groups
             .iter()
             .position(|g| g.span.contains(cpu))
             .unwrap()
     };
-    assert_eq!(find_busiest_queue(&s.core, &env, group_of(&s, 1)), Some(1));
+    assert_eq!(
+        find_busiest_queue(&s.core(), &env, group_of(&s, 1)),
+        Some(1)
+    );
     env.migration_type = MigrationType::Load;
     // A lone task heavier than the imbalance is not worth moving.
-    assert_eq!(find_busiest_queue(&s.core, &env, group_of(&s, 3)), None);
-    assert_eq!(find_busiest_queue(&s.core, &env, group_of(&s, 2)), Some(2));
+    assert_eq!(find_busiest_queue(&s.core(), &env, group_of(&s, 3)), None);
+    assert_eq!(
+        find_busiest_queue(&s.core(), &env, group_of(&s, 2)),
+        Some(2)
+    );
     env.migration_type = MigrationType::Util;
     assert_eq!(
-        find_busiest_queue(&s.core, &env, group_of(&s, 3)),
+        find_busiest_queue(&s.core(), &env, group_of(&s, 3)),
         None,
         "util: single task CPUs skipped"
     );
@@ -377,8 +385,8 @@ fn task_hot_rules() {
         .copied()
         .find(|&t| s.current(0) != Some(t))
         .unwrap();
-    s.core.rqs[0].clock = 1_000_000;
-    s.core.tasks[waiting].se.exec_start = 900_000;
+    s.core().rqs[0].clock = 1_000_000;
+    s.core().tasks[waiting].se.exec_start = 900_000;
     let mc = LbEnv {
         dst_cpu: 2,
         level: 1,
@@ -388,19 +396,19 @@ fn task_hot_rules() {
         migration_type: MigrationType::Task,
         loop_max: 32,
     };
-    assert!(task_hot(&s.core, &mc, waiting), "ran 100us ago");
+    assert!(task_hot(&s.core(), &mc, waiting), "ran 100us ago");
     let smt = LbEnv {
         dst_cpu: 1,
         level: 0,
         ..mc
     };
     assert!(
-        !task_hot(&s.core, &smt, waiting),
+        !task_hot(&s.core(), &smt, waiting),
         "SMT siblings share the cache"
     );
-    s.core.tasks[waiting].se.exec_start = 400_000;
+    s.core().tasks[waiting].se.exec_start = 400_000;
     assert!(
-        !task_hot(&s.core, &mc, waiting),
+        !task_hot(&s.core(), &mc, waiting),
         "older than migration_cost"
     );
 }

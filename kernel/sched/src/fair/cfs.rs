@@ -10,7 +10,7 @@ use super::cfs_rq::CfsRq;
 use super::entity::{clear_buddies, update_curr};
 use crate::config::SchedConfig;
 use crate::features::Feat;
-use crate::task::{TaskArena, TaskId, TaskPolicy};
+use crate::task::{TaskId, TaskPolicy, Tasks};
 use crate::weight::{LoadWeight, calc_delta, calc_delta_fair};
 
 /// `__sched_period(nr_running)`.
@@ -24,7 +24,7 @@ pub fn sched_period(cfg: &SchedConfig, nr_running: u64) -> u64 {
 }
 
 /// `sched_slice(cfs_rq, se)`: the wall-time share of one period.
-pub fn sched_slice(cfs: &CfsRq, tasks: &TaskArena, cfg: &SchedConfig, id: TaskId) -> u64 {
+pub fn sched_slice(cfs: &CfsRq, tasks: &impl Tasks, cfg: &SchedConfig, id: TaskId) -> u64 {
     let se = &tasks[id].se;
     let nr = u64::from(cfs.nr_running) + u64::from(!se.on_rq);
     let slice = sched_period(cfg, nr);
@@ -36,14 +36,14 @@ pub fn sched_slice(cfs: &CfsRq, tasks: &TaskArena, cfg: &SchedConfig, id: TaskId
 }
 
 /// `sched_vslice()`: the slice in virtual time.
-pub fn sched_vslice(cfs: &CfsRq, tasks: &TaskArena, cfg: &SchedConfig, id: TaskId) -> u64 {
+pub fn sched_vslice(cfs: &CfsRq, tasks: &impl Tasks, cfg: &SchedConfig, id: TaskId) -> u64 {
     calc_delta_fair(sched_slice(cfs, tasks, cfg, id), &tasks[id].se.load)
 }
 
 /// `place_entity(cfs_rq, se, initial)` (CFS form).
 pub fn place_entity(
     cfs: &CfsRq,
-    tasks: &mut TaskArena,
+    tasks: &mut impl Tasks,
     cfg: &SchedConfig,
     id: TaskId,
     initial: bool,
@@ -66,7 +66,7 @@ pub fn place_entity(
 /// `check_preempt_tick()`: should curr be preempted at this tick?
 pub fn check_preempt_tick(
     cfs: &mut CfsRq,
-    tasks: &TaskArena,
+    tasks: &impl Tasks,
     cfg: &SchedConfig,
     curr: TaskId,
 ) -> bool {
@@ -112,7 +112,7 @@ pub fn wakeup_preempt_entity(
 /// `check_preempt_wakeup()` (CFS): should the waking `p` preempt `curr`?
 pub fn check_preempt_wakeup(
     cfs: &mut CfsRq,
-    tasks: &mut TaskArena,
+    tasks: &mut impl Tasks,
     cfg: &SchedConfig,
     curr: TaskId,
     p: TaskId,
@@ -157,7 +157,7 @@ pub fn yield_task(cfs: &mut CfsRq, curr: TaskId) {
 
 /// `pick_next_entity()` (CFS, curr already put back): leftmost, unless a
 /// next/last buddy is not too far right of it.
-pub fn pick_next_entity(cfs: &mut CfsRq, tasks: &TaskArena, cfg: &SchedConfig) -> Option<TaskId> {
+pub fn pick_next_entity(cfs: &mut CfsRq, tasks: &impl Tasks, cfg: &SchedConfig) -> Option<TaskId> {
     let (left_v, left) = cfs.timeline.first()?;
     let mut se = left;
     // A yielding task is skipped if the runner-up is not too far right.

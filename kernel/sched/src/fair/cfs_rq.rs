@@ -9,7 +9,7 @@
 use super::timeline::Timeline;
 use crate::PickPolicy;
 use crate::pelt::{Removed, SchedAvg};
-use crate::task::{TaskArena, TaskId, TaskPolicy};
+use crate::task::{TaskId, TaskPolicy, Tasks};
 use crate::weight::LoadWeight;
 
 /// Initial `min_vruntime`: far from 0 so entities placed left of it (sleeper
@@ -82,7 +82,7 @@ impl CfsRq {
     }
 
     /// `__enqueue_entity` + `avg_vruntime_add`.
-    pub fn tree_insert(&mut self, policy: PickPolicy, tasks: &TaskArena, id: TaskId) {
+    pub fn tree_insert(&mut self, policy: PickPolicy, tasks: &impl Tasks, id: TaskId) {
         let se = &tasks[id].se;
         let w = se.load.weight;
         self.avg_vruntime += i128::from(self.entity_key(se.vruntime)) * i128::from(w);
@@ -92,7 +92,7 @@ impl CfsRq {
     }
 
     /// `__dequeue_entity` + `avg_vruntime_sub`.
-    pub fn tree_remove(&mut self, policy: PickPolicy, tasks: &TaskArena, id: TaskId) {
+    pub fn tree_remove(&mut self, policy: PickPolicy, tasks: &impl Tasks, id: TaskId) {
         let se = &tasks[id].se;
         let w = se.load.weight;
         let found = self
@@ -104,7 +104,7 @@ impl CfsRq {
     }
 
     /// `account_entity_enqueue`.
-    pub fn account_enqueue(&mut self, tasks: &TaskArena, id: TaskId) {
+    pub fn account_enqueue(&mut self, tasks: &impl Tasks, id: TaskId) {
         self.load.add(tasks[id].weight());
         self.nr_running += 1;
         if tasks[id].policy == TaskPolicy::Idle {
@@ -113,7 +113,7 @@ impl CfsRq {
     }
 
     /// `account_entity_dequeue`.
-    pub fn account_dequeue(&mut self, tasks: &TaskArena, id: TaskId) {
+    pub fn account_dequeue(&mut self, tasks: &impl Tasks, id: TaskId) {
         self.load.sub(tasks[id].weight());
         self.nr_running -= 1;
         if tasks[id].policy == TaskPolicy::Idle {
@@ -122,7 +122,7 @@ impl CfsRq {
     }
 
     /// curr's (key·w, w) term if curr is on the queue.
-    fn curr_term(&self, tasks: &TaskArena) -> (i128, u64) {
+    fn curr_term(&self, tasks: &impl Tasks) -> (i128, u64) {
         match self.curr.map(|c| &tasks[c].se) {
             Some(se) if se.on_rq => {
                 let w = se.load.weight;
@@ -133,7 +133,7 @@ impl CfsRq {
     }
 
     /// `avg_vruntime()`: the zero-lag virtual time V, rounded toward -inf.
-    pub fn avg_vruntime(&self, tasks: &TaskArena) -> u64 {
+    pub fn avg_vruntime(&self, tasks: &impl Tasks) -> u64 {
         let (ct, cw) = self.curr_term(tasks);
         let mut avg = self.avg_vruntime + ct;
         let load = i128::from(self.avg_load + cw);
@@ -147,7 +147,7 @@ impl CfsRq {
     }
 
     /// `vruntime_eligible()`: lag >= 0, computed without division.
-    pub fn vruntime_eligible(&self, tasks: &TaskArena, vruntime: u64) -> bool {
+    pub fn vruntime_eligible(&self, tasks: &impl Tasks, vruntime: u64) -> bool {
         let (ct, cw) = self.curr_term(tasks);
         let avg = self.avg_vruntime + ct;
         let load = i128::from(self.avg_load + cw);
@@ -155,7 +155,7 @@ impl CfsRq {
     }
 
     /// `update_min_vruntime()`: never moves backwards; shifts avg_vruntime.
-    pub fn update_min_vruntime(&mut self, policy: PickPolicy, tasks: &TaskArena) {
+    pub fn update_min_vruntime(&mut self, policy: PickPolicy, tasks: &impl Tasks) {
         let mut v = self.min_vruntime;
         let mut have_curr = false;
         if let Some(c) = self.curr {

@@ -9,7 +9,7 @@ use super::cfs_rq::CfsRq;
 use super::entity::{EnqueueFlags, update_curr};
 use crate::config::SchedConfig;
 use crate::features::Feat;
-use crate::task::{SchedEntity, TaskArena, TaskId, TaskPolicy};
+use crate::task::{SchedEntity, TaskId, TaskPolicy, Tasks};
 use crate::weight::calc_delta_fair;
 
 /// `update_deadline()`: when curr reaches its deadline, request a new slice.
@@ -24,7 +24,7 @@ pub fn update_deadline(cfg: &SchedConfig, nr_running: u32, se: &mut SchedEntity)
 }
 
 /// `update_entity_lag()`: vlag = V - v_i, clamped to the slice-based limit.
-pub fn update_entity_lag(cfs: &CfsRq, tasks: &mut TaskArena, cfg: &SchedConfig, id: TaskId) {
+pub fn update_entity_lag(cfs: &CfsRq, tasks: &mut impl Tasks, cfg: &SchedConfig, id: TaskId) {
     let v = cfs.avg_vruntime(tasks);
     let se = &mut tasks[id].se;
     let vlag = v.wrapping_sub(se.vruntime) as i64;
@@ -35,7 +35,7 @@ pub fn update_entity_lag(cfs: &CfsRq, tasks: &mut TaskArena, cfg: &SchedConfig, 
 /// `place_entity()` (EEVDF form).
 pub fn place_entity(
     cfs: &CfsRq,
-    tasks: &mut TaskArena,
+    tasks: &mut impl Tasks,
     cfg: &SchedConfig,
     id: TaskId,
     flags: EnqueueFlags,
@@ -78,7 +78,7 @@ pub fn yield_task(se: &mut SchedEntity) {
 
 /// `pick_eevdf()`: the eligible entity with the earliest virtual deadline,
 /// considering curr (which is outside the tree).
-pub fn pick_eevdf(cfs: &CfsRq, tasks: &TaskArena, cfg: &SchedConfig) -> Option<TaskId> {
+pub fn pick_eevdf(cfs: &CfsRq, tasks: &impl Tasks, cfg: &SchedConfig) -> Option<TaskId> {
     let mut curr = cfs.curr.filter(|&c| tasks[c].se.on_rq);
     if cfs.nr_running == 1 {
         return curr.or_else(|| cfs.timeline.first().map(|(_, id)| id));
@@ -113,7 +113,7 @@ pub fn pick_eevdf(cfs: &CfsRq, tasks: &TaskArena, cfg: &SchedConfig) -> Option<T
 
 /// `pick_next_entity()` (EEVDF, curr already put back): an eligible next
 /// buddy first (PICK_BUDDY), else `pick_eevdf`.
-pub fn pick_next_entity(cfs: &mut CfsRq, tasks: &TaskArena, cfg: &SchedConfig) -> Option<TaskId> {
+pub fn pick_next_entity(cfs: &mut CfsRq, tasks: &impl Tasks, cfg: &SchedConfig) -> Option<TaskId> {
     if cfg.features.has(Feat::PickBuddy)
         && let Some(n) = cfs.next
         && tasks[n].se.on_rq
@@ -132,7 +132,7 @@ pub fn pick_next_entity(cfs: &mut CfsRq, tasks: &TaskArena, cfg: &SchedConfig) -
 /// `check_preempt_wakeup_fair()` (EEVDF): should waking `p` preempt `curr`?
 pub fn check_preempt_wakeup(
     cfs: &mut CfsRq,
-    tasks: &mut TaskArena,
+    tasks: &mut impl Tasks,
     cfg: &SchedConfig,
     curr: TaskId,
     p: TaskId,

@@ -9,7 +9,7 @@ use super::cfs_rq::CfsRq;
 use super::{cfs, eevdf};
 use crate::config::{PickPolicy, SchedConfig};
 use crate::pelt;
-use crate::task::{TaskArena, TaskId};
+use crate::task::{TaskId, Tasks};
 use crate::weight::calc_delta_fair;
 
 /// `ENQUEUE_*` flags.
@@ -45,7 +45,7 @@ pub enum PeltAction {
 
 /// `update_curr()`: charge the running entity. Returns true when EEVDF's
 /// `update_deadline()` requests a reschedule.
-pub fn update_curr(cfs: &mut CfsRq, tasks: &mut TaskArena, cfg: &SchedConfig, now: u64) -> bool {
+pub fn update_curr(cfs: &mut CfsRq, tasks: &mut impl Tasks, cfg: &SchedConfig, now: u64) -> bool {
     let Some(c) = cfs.curr else { return false };
     let nr_running = cfs.nr_running;
     let se = &mut tasks[c].se;
@@ -68,7 +68,7 @@ pub fn update_curr(cfs: &mut CfsRq, tasks: &mut TaskArena, cfg: &SchedConfig, no
 /// attach/detach.
 pub fn update_load_avg(
     cfs: &mut CfsRq,
-    tasks: &mut TaskArena,
+    tasks: &mut impl Tasks,
     id: TaskId,
     now: u64,
     action: PeltAction,
@@ -127,7 +127,7 @@ pub fn clear_buddies(cfs: &mut CfsRq, id: TaskId) {
 /// `enqueue_entity()`.
 pub fn enqueue_entity(
     cfs: &mut CfsRq,
-    tasks: &mut TaskArena,
+    tasks: &mut impl Tasks,
     cfg: &SchedConfig,
     id: TaskId,
     flags: EnqueueFlags,
@@ -157,7 +157,7 @@ pub fn enqueue_entity(
 /// `dequeue_entity()`.
 pub fn dequeue_entity(
     cfs: &mut CfsRq,
-    tasks: &mut TaskArena,
+    tasks: &mut impl Tasks,
     cfg: &SchedConfig,
     id: TaskId,
     flags: DequeueFlags,
@@ -195,7 +195,7 @@ pub fn dequeue_entity(
 /// `set_next_entity()`: take the picked entity out of the tree and make it curr.
 pub fn set_next_entity(
     cfs: &mut CfsRq,
-    tasks: &mut TaskArena,
+    tasks: &mut impl Tasks,
     cfg: &SchedConfig,
     id: TaskId,
     now: u64,
@@ -216,7 +216,7 @@ pub fn set_next_entity(
 /// `put_prev_entity()`: a still-runnable curr goes back into the tree.
 pub fn put_prev_entity(
     cfs: &mut CfsRq,
-    tasks: &mut TaskArena,
+    tasks: &mut impl Tasks,
     cfg: &SchedConfig,
     id: TaskId,
     now: u64,
@@ -231,7 +231,7 @@ pub fn put_prev_entity(
 }
 
 /// `pick_next_entity()` for the configured policy.
-pub fn pick_next_entity(cfs: &mut CfsRq, tasks: &TaskArena, cfg: &SchedConfig) -> Option<TaskId> {
+pub fn pick_next_entity(cfs: &mut CfsRq, tasks: &impl Tasks, cfg: &SchedConfig) -> Option<TaskId> {
     match cfg.pick {
         PickPolicy::Cfs => cfs::pick_next_entity(cfs, tasks, cfg),
         PickPolicy::Eevdf => eevdf::pick_next_entity(cfs, tasks, cfg),

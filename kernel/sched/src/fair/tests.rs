@@ -191,7 +191,7 @@ fn idle_time_accounts_sleep_periods() {
         },
     );
     sim.run_until(1_000_000_000);
-    let idle = sim.sched.core.rqs[0].idle_time(sim.now) as f64;
+    let idle = sim.sched.core().rqs[0].idle_time(sim.now) as f64;
     assert!(
         (idle / 1e9 - 0.75).abs() < 0.02,
         "idle fraction {}",
@@ -238,7 +238,7 @@ fn sleeper_preempts_hog_on_wakeup() {
         );
         sim.run_until(2_000_000_000);
         assert_eq!(
-            sim.sched.core.rqs[0].idle_time(sim.now),
+            sim.sched.core().rqs[0].idle_time(sim.now),
             0,
             "{pick:?}: the hog keeps the CPU busy"
         );
@@ -258,7 +258,7 @@ fn yield_lets_the_other_task_run() {
     // CFS only skips the yielder if the runner-up is within the wakeup
     // granularity: without START_DEBIT the child starts next to the parent.
     for pick in [PickPolicy::Cfs, PickPolicy::Eevdf] {
-        let mut s = sched(&spec(1, 1, 1, 1), pick, "NO_START_DEBIT");
+        let s = sched(&spec(1, 1, 1, 1), pick, "NO_START_DEBIT");
         let a = s.wake_up_new_task(None, 0, 0, TaskPolicy::Normal, 0).task;
         s.schedule(0, 0);
         let b = s
@@ -275,7 +275,7 @@ fn yield_lets_the_other_task_run() {
 
 #[test]
 fn eevdf_run_to_parity_protects_slice() {
-    let mut s = sched(&spec(1, 1, 1, 1), PickPolicy::Eevdf, "");
+    let s = sched(&spec(1, 1, 1, 1), PickPolicy::Eevdf, "");
     let a = s.wake_up_new_task(None, 0, 0, TaskPolicy::Normal, 0).task;
     s.schedule(0, 0);
     assert_eq!(s.current(0), Some(a));
@@ -285,7 +285,7 @@ fn eevdf_run_to_parity_protects_slice() {
         .task;
     let sw = s.schedule(0, 100_000);
     assert_eq!(sw.next, Some(a));
-    let mut s2 = sched(&spec(1, 1, 1, 1), PickPolicy::Eevdf, "NO_RUN_TO_PARITY");
+    let s2 = sched(&spec(1, 1, 1, 1), PickPolicy::Eevdf, "NO_RUN_TO_PARITY");
     let a2 = s2.wake_up_new_task(None, 0, 0, TaskPolicy::Normal, 0).task;
     s2.schedule(0, 0);
     let b2 = s2

@@ -50,7 +50,7 @@ pub fn update_sg_wakeup_stats(
         s.group_load += core.cpu_load_without(cpu, p);
         s.group_util += core.cpu_util_without(cpu, p);
         s.group_runnable += core.cpu_runnable_without(cpu, p);
-        let nr = core.rqs[cpu].nr_running();
+        let nr = core.nr_running(cpu);
         s.sum_nr_running += nr;
         if nr == 0 && core.idle_cpu(cpu) {
             s.idle_cpus += 1;
@@ -188,7 +188,7 @@ fn find_idlest_group_legacy(core: &SchedCore, sd: &SchedDomain, this_cpu: CpuId)
         let run: u64 = g
             .span
             .iter()
-            .map(|c| core.rqs[c].cfs.avg.runnable_load_avg)
+            .map(|c| core.cpu_runnable_load(c))
             .sum::<u64>()
             * 1024
             / cap;
@@ -238,11 +238,11 @@ pub fn find_idlest_group_cpu(core: &SchedCore, span: &CpuMask, this_cpu: CpuId) 
     let mut shallowest: Option<CpuId> = None;
     let mut latest_stamp = 0u64;
     for cpu in span.iter() {
-        if core.rqs[cpu].is_sched_idle() {
+        if core.sched_idle_cpu(cpu) {
             return cpu;
         }
         if core.idle_cpu(cpu) {
-            let stamp = core.rqs[cpu].idle_stamp;
+            let stamp = core.idle_stamp(cpu);
             if shallowest.is_none() || stamp > latest_stamp {
                 latest_stamp = stamp;
                 shallowest = Some(cpu);

@@ -15,36 +15,36 @@ fn seed000(features: &str) -> (Scheduler, TaskId) {
     let _waker = run_on(&mut s, 0, 2000);
     set_load(&mut s, 0, 1024, 1024);
     set_load(&mut s, 4, 2000, 0);
-    s.core.tasks[p].se.avg.load_avg = 100;
+    s.core().tasks[p].se.avg.load_avg = 100;
     (s, p)
 }
 
 #[test]
 fn seed000_wa_idle_prev_returns_idle_prev() {
-    let (mut s, p) = seed000("WA_IDLE_PREV");
+    let (s, p) = seed000("WA_IDLE_PREV");
     let r = s.wake_up(p, 0, false, 3000);
     assert_eq!(r.cpu, 4, "idle prev_cpu must win");
-    assert_eq!(s.core.stats.wake.wa_idle_decided, 1);
-    let (mut s, p) = seed000("NO_WA_IDLE_PREV");
+    assert_eq!(s.stats().wake.wa_idle_decided, 1);
+    let (s, p) = seed000("NO_WA_IDLE_PREV");
     let r = s.wake_up(p, 0, false, 3000);
     assert!(
         r.cpu < 4,
         "without the patch the blocked load of prev pulls the wakee to the waker's socket, got {}",
         r.cpu
     );
-    assert_eq!(s.core.stats.wake.wake_affine_success, 1);
+    assert_eq!(s.stats().wake.wake_affine_success, 1);
 }
 
 #[test]
 fn seed000_runnable_load_in_wake_affine_weight() {
     // Pre-5.11 wake_affine_idle: the weight test decides.
-    let (mut s, p) = seed000("NO_WA_IDLE_PREV,RUNNABLE_LOAD");
+    let (s, p) = seed000("NO_WA_IDLE_PREV,RUNNABLE_LOAD");
     assert_eq!(
         s.wake_up(p, 0, false, 3000).cpu,
         4,
         "runnable load ignores prev's blocked load"
     );
-    let (mut s, p) = seed000("NO_WA_IDLE_PREV,NO_RUNNABLE_LOAD");
+    let (s, p) = seed000("NO_WA_IDLE_PREV,NO_RUNNABLE_LOAD");
     assert!(s.wake_up(p, 0, false, 3000).cpu < 4);
 }
 
@@ -56,17 +56,17 @@ fn seed004(features: &str) -> (Scheduler, TaskId) {
     let w = run_on(&mut s, 0, 2000);
     set_load(&mut s, 0, 1024, 1024);
     set_load(&mut s, 4, 1024, 1024);
-    s.core.tasks[p].se.avg.load_avg = 100;
-    s.core.tasks[w].se.avg.load_avg = 1024;
+    s.core().tasks[p].se.avg.load_avg = 100;
+    s.core().tasks[w].se.avg.load_avg = 1024;
     (s, p)
 }
 
 #[test]
 fn seed004_wa_sync_bias() {
-    let (mut s, p) = seed004("WA_SYNC");
+    let (s, p) = seed004("WA_SYNC");
     let cpu = s.wake_up(p, 0, true, 3000).cpu;
     assert!(cpu < 4, "sync wakeup pulled next to the waker, got {cpu}");
-    let (mut s, p) = seed004("NO_WA_SYNC");
+    let (s, p) = seed004("NO_WA_SYNC");
     let cpu = s.wake_up(p, 0, true, 3000).cpu;
     assert!(
         cpu >= 4,
@@ -87,13 +87,13 @@ fn seed004_forced_placements() {
         let p = sleeper_on(&mut s, 6, 100);
         let _w = run_on(&mut s, 2, 200);
         assert_eq!(s.wake_up(p, 2, true, 300).cpu, want, "{f}");
-        assert_eq!(s.core.stats.wake.wake_forced, 1);
+        assert_eq!(s.stats().wake.wake_forced, 1);
     }
     let mut s = sched(&smt, PickPolicy::Cfs, "WAKEE_UNBOUND");
     let p = sleeper_on(&mut s, 6, 100);
     let _w = run_on(&mut s, 2, 200);
     assert_eq!(s.wake_up(p, 2, true, 300).cpu, 6, "unbound: idle prev");
-    assert_eq!(s.core.stats.wake.wake_forced, 0);
+    assert_eq!(s.stats().wake.wake_forced, 0);
 }
 
 #[test]
@@ -105,16 +105,17 @@ fn seed003_heavy_waker_lends_flips() {
         let mut wide = false;
         for round in 0..6 {
             for &p in &wakees {
-                record_wakee(&mut s.core, w, p, 0, 100 + round);
-                wide |= wake_wide(&mut s.core, p, Some(w), 0);
+                record_wakee(&mut s.core(), w, p, 0, 100 + round);
+                wide |= wake_wide(&mut s.core(), p, Some(w), 0);
             }
         }
         assert_eq!(
-            wide, expect_wide,
+            wide,
+            expect_wide,
             "{f}: waker flips {}",
-            s.core.tasks[w].wakee_flips
+            s.core().tasks[w].wakee_flips
         );
-        assert_eq!(s.core.tasks[wakees[0]].wakee_flips > 0, expect_wide);
+        assert_eq!(s.core().tasks[wakees[0]].wakee_flips > 0, expect_wide);
     }
 }
 
@@ -124,10 +125,10 @@ fn seed002(features: &str) -> Scheduler {
     let mut s = sched(&spec(1, 4, 1, 1), PickPolicy::Cfs, features);
     let _parent = run_on(&mut s, 0, 10);
     set_load(&mut s, 0, 1024, 1024);
-    s.core.rqs[0].cfs.avg.util_avg = 1000;
+    s.core().rqs[0].cfs.avg.util_avg = 1000;
     for (cpu, blocked, util) in [(1, 800, 50), (2, 0, 300), (3, 400, 200)] {
         set_load(&mut s, cpu, blocked, 0);
-        s.core.rqs[cpu].cfs.avg.util_avg = util;
+        s.core().rqs[cpu].cfs.avg.util_avg = util;
     }
     s
 }
@@ -135,7 +136,7 @@ fn seed002(features: &str) -> Scheduler {
 #[test]
 fn seed002_find_idlest_group_keys() {
     let fork = |f: &str| {
-        let mut s = seed002(f);
+        let s = seed002(f);
         let parent = s.current(0);
         s.wake_up_new_task(parent, 0, 0, TaskPolicy::Normal, 100)
             .cpu
@@ -163,40 +164,48 @@ fn seed001_idle_core_hint_picks_remembered_core() {
         let _b = run_on(&mut s, 1, 20);
         // cpu6 runs something and goes idle again: its core becomes the hint.
         let _c = sleeper_on(&mut s, 6, 30);
-        s.core.tasks[p].recent_used_cpu = 0;
+        s.core().tasks[p].recent_used_cpu = 0;
         (s, p)
     };
-    let (mut s, p) = setup("IDLE_CORE_HINT");
+    let (s, p) = setup("IDLE_CORE_HINT");
     assert_eq!(s.wake_up(p, 0, false, 100).cpu, 6);
-    assert_eq!(s.core.stats.sis.sis_hint_hit, 1);
-    let (mut s, p) = setup("NO_IDLE_CORE_HINT");
+    assert_eq!(s.stats().sis.sis_hint_hit, 1);
+    let (s, p) = setup("NO_IDLE_CORE_HINT");
     assert_eq!(
         s.wake_up(p, 0, false, 100).cpu,
         2,
         "scan from target+1 finds core 2-3 first"
     );
-    assert_eq!(s.core.stats.sis.sis_idle_core, 1);
+    assert_eq!(s.stats().sis.sis_idle_core, 1);
 }
 
 #[test]
 fn seed001_busy_accounting_at_idle_entry_vs_tick() {
     for (f, at_entry) in [("IDLE_ACCT_ENTRY", true), ("NO_IDLE_ACCT_ENTRY", false)] {
         let mut s = sched(&spec(1, 4, 1, 1), PickPolicy::Cfs, f);
-        let llc = s.core.topo.llc_id[0];
-        let before = s.core.llc[llc].nr_busy_cpus;
+        let llc = s.shared.topo.llc_id[0];
+        let before = s.shared.llc[llc].nr_busy_cpus();
         assert_eq!(before, if at_entry { 0 } else { 4 }, "{f}: boot state");
         for cpu in 0..4 {
             s.tick(cpu, 1_000_000);
         }
-        assert_eq!(s.core.llc[llc].nr_busy_cpus, 0, "{f}: idle through a tick");
+        assert_eq!(
+            s.shared.llc[llc].nr_busy_cpus(),
+            0,
+            "{f}: idle through a tick"
+        );
         let _t = run_on(&mut s, 2, 1_500_000);
         assert_eq!(
-            s.core.llc[llc].nr_busy_cpus,
+            s.shared.llc[llc].nr_busy_cpus(),
             u32::from(at_entry),
             "{f}: right after idle exit"
         );
         s.tick(2, 2_000_000);
-        assert_eq!(s.core.llc[llc].nr_busy_cpus, 1, "{f}: after the busy tick");
+        assert_eq!(
+            s.shared.llc[llc].nr_busy_cpus(),
+            1,
+            "{f}: after the busy tick"
+        );
     }
 }
 
@@ -216,7 +225,7 @@ fn seed001_idle_acct_entry_skips_scan_of_full_llc() {
         for cpu in 0..4 {
             s.tick(cpu, 1_000_000);
         }
-        s.core.tasks[p].recent_used_cpu = 0;
+        s.core().tasks[p].recent_used_cpu = 0;
         assert_eq!(s.wake_up(p, 0, false, 1_000_100).cpu, want, "{f}");
     }
 }
@@ -225,13 +234,13 @@ fn seed001_idle_acct_entry_skips_scan_of_full_llc() {
 fn wake_affine_weight_arithmetic() {
     let (s, p) = seed000("");
     // this = (1024 + 100) * 100 * 1024 ; prev = (2000 - 100) * 108 * 1024
-    assert_eq!(wake_affine_weight(&s.core, 117, p, 0, 4, false), Some(0));
+    assert_eq!(wake_affine_weight(&s.core(), 117, p, 0, 4, false), Some(0));
     let mut s = s;
     set_load(&mut s, 4, 1100, 0);
     // prev = 1000 * 108 < 1124 * 100: stay with prev.
-    assert_eq!(wake_affine_weight(&s.core, 117, p, 0, 4, false), None);
+    assert_eq!(wake_affine_weight(&s.core(), 117, p, 0, 4, false), None);
     // sync subtracts the waker (load 1024 of cpu0's 1024) and breaks ties.
-    let waker = s.core.rqs[0].curr.unwrap();
-    s.core.tasks[waker].se.avg.load_avg = 1024;
-    assert_eq!(wake_affine_weight(&s.core, 117, p, 0, 4, true), Some(0));
+    let waker = s.core().rqs[0].curr.unwrap();
+    s.core().tasks[waker].se.avg.load_avg = 1024;
+    assert_eq!(wake_affine_weight(&s.core(), 117, p, 0, 4, true), Some(0));
 }

@@ -18,18 +18,18 @@ use topology::CpuMask;
 pub fn test_idle_cores(core: &SchedCore, cpu: CpuId) -> bool {
     let llc = &core.llc[core.topo.llc_id[cpu]];
     if core.cfg.features.has(Feat::IdleCoreHint) {
-        llc.idle_core != IdleCore::None
+        llc.idle_core() != IdleCore::None
     } else {
-        llc.has_idle_cores
+        llc.has_idle_cores()
     }
 }
 
 /// `set_idle_cores(cpu, false)` after a failed full scan.
 fn clear_idle_cores(core: &mut SchedCore, cpu: CpuId) {
     let id = core.topo.llc_id[cpu];
-    core.llc[id].has_idle_cores = false;
+    core.llc[id].set_has_idle_cores(false);
     if core.cfg.features.has(Feat::IdleCoreHint) {
-        core.llc[id].idle_core = IdleCore::None;
+        core.llc[id].set_idle_core(IdleCore::None);
     }
     core.stats.sis.has_idle_cores_cleared += 1;
 }
@@ -62,7 +62,7 @@ fn select_idle_core(
         if !core.idle_cpu(c) {
             idle = false;
             if idle_cpu.is_none() {
-                if core.rqs[c].is_sched_idle() {
+                if core.sched_idle_cpu(c) {
                     *idle_cpu = Some(c);
                     break;
                 }
@@ -95,14 +95,14 @@ pub fn select_idle_cpu(core: &mut SchedCore, has_idle_core: bool, target: CpuId)
     core.stats.sis.sis_domain_search += 1;
     if f.has(Feat::IdleAcctEntry) {
         let l = &core.llc[llc_id];
-        if l.nr_busy_cpus >= l.size {
+        if l.nr_busy_cpus() >= l.size {
             core.stats.sis.sis_busy_skip += 1;
             return ScanResult::None;
         }
     }
     let mut nr: i64 = i64::MAX;
     if f.has(Feat::SisUtil) {
-        nr = i64::from(core.llc[llc_id].nr_idle_scan) + 1;
+        nr = i64::from(core.llc[llc_id].nr_idle_scan()) + 1;
         if nr == 1 {
             core.stats.sis.sis_util_skip += 1;
             return ScanResult::None;
@@ -110,10 +110,10 @@ pub fn select_idle_cpu(core: &mut SchedCore, has_idle_core: bool, target: CpuId)
     }
     if has_idle_core
         && f.has(Feat::IdleCoreHint)
-        && let IdleCore::Core(c) = core.llc[llc_id].idle_core
+        && let IdleCore::Core(c) = core.llc[llc_id].idle_core()
         && core_fully_idle(core, c)
+        && core.llc[llc_id].swap_idle_core(IdleCore::Core(c), IdleCore::Unknown)
     {
-        core.llc[llc_id].idle_core = IdleCore::Unknown;
         core.stats.sis.sis_hint_hit += 1;
         return ScanResult::IdleCore(c);
     }
@@ -185,7 +185,7 @@ pub fn select_idle_sibling(
     if let Some(w) = waker
         && core.tasks[w].is_percpu_kthread
         && prev == this_cpu
-        && core.rqs[this_cpu].nr_running() <= 1
+        && core.nr_running(this_cpu) <= 1
     {
         core.stats.sis.sis_kthread += 1;
         return prev;

@@ -15,17 +15,17 @@ use topology::SyntheticSpec;
 fn wake_affine_idle_order() {
     let mut s = two_sockets("");
     // Both idle, same LLC: prev.
-    assert_eq!(wake_affine_idle(&s.core, 0, 1, false), Some(1));
+    assert_eq!(wake_affine_idle(&s.core(), 0, 1, false), Some(1));
     // Idle this_cpu across LLCs is not trusted; prev idle -> prev (Lawall).
-    assert_eq!(wake_affine_idle(&s.core, 0, 4, false), Some(4));
+    assert_eq!(wake_affine_idle(&s.core(), 0, 4, false), Some(4));
     let _w = run_on(&mut s, 0, 10);
     let _b = run_on(&mut s, 4, 10);
     assert_eq!(
-        wake_affine_idle(&s.core, 0, 4, true),
+        wake_affine_idle(&s.core(), 0, 4, true),
         Some(0),
         "sync with only the waker running"
     );
-    assert_eq!(wake_affine_idle(&s.core, 0, 4, false), None);
+    assert_eq!(wake_affine_idle(&s.core(), 0, 4, false), None);
 }
 
 #[test]
@@ -35,12 +35,12 @@ fn wakee_flips_decay_after_a_second() {
     let a = sleeper_on(&mut s, 4, 20);
     let b = sleeper_on(&mut s, 5, 20);
     for i in 0..10 {
-        record_wakee(&mut s.core, w, if i % 2 == 0 { a } else { b }, 0, 100);
+        record_wakee(&mut s.core(), w, if i % 2 == 0 { a } else { b }, 0, 100);
     }
-    assert_eq!(s.core.tasks[w].wakee_flips, 10);
-    record_wakee(&mut s.core, w, a, 0, 2_000_000_000);
-    assert_eq!(s.core.tasks[w].wakee_flips, 6, "halved then +1");
-    assert!(!wake_wide(&mut s.core, a, Some(w), 0));
+    assert_eq!(s.core().tasks[w].wakee_flips, 10);
+    record_wakee(&mut s.core(), w, a, 0, 2_000_000_000);
+    assert_eq!(s.core().tasks[w].wakee_flips, 6, "halved then +1");
+    assert!(!wake_wide(&mut s.core(), a, Some(w), 0));
 }
 
 #[test]
@@ -49,36 +49,37 @@ fn select_idle_sibling_branches() {
     let mut s = sched(&smt, PickPolicy::Cfs, "");
     let p = sleeper_on(&mut s, 0, 10);
     // target idle
-    assert_eq!(select_idle_sibling(&mut s.core, p, 0, 0, 0, None), 0);
-    assert_eq!(s.core.stats.sis.sis_target, 1);
+    assert_eq!(select_idle_sibling(&mut s.core(), p, 0, 0, 0, None), 0);
+    assert_eq!(s.stats().sis.sis_target, 1);
     let _t0 = run_on(&mut s, 0, 20);
     // prev idle, target busy
-    assert_eq!(select_idle_sibling(&mut s.core, p, 5, 0, 0, None), 5);
-    assert_eq!(s.core.stats.sis.sis_prev, 1);
+    assert_eq!(select_idle_sibling(&mut s.core(), p, 5, 0, 0, None), 5);
+    assert_eq!(s.stats().sis.sis_prev, 1);
     // recent_used_cpu
     let _t5 = run_on(&mut s, 5, 20);
-    s.core.tasks[p].recent_used_cpu = 7;
-    assert_eq!(select_idle_sibling(&mut s.core, p, 5, 0, 0, None), 7);
-    assert_eq!(s.core.stats.sis.sis_recent, 1);
+    s.core().tasks[p].recent_used_cpu = 7;
+    assert_eq!(select_idle_sibling(&mut s.core(), p, 5, 0, 0, None), 7);
+    assert_eq!(s.stats().sis.sis_recent, 1);
     assert_eq!(
-        s.core.tasks[p].recent_used_cpu, 5,
+        s.core().tasks[p].recent_used_cpu,
+        5,
         "recent_used_cpu := prev"
     );
     // no idle core: prev's SMT sibling
     for c in [2, 3, 6, 7] {
         run_on(&mut s, c, 30);
     }
-    s.core.llc[0].has_idle_cores = false;
-    assert_eq!(select_idle_sibling(&mut s.core, p, 0, 0, 0, None), 1);
-    assert_eq!(s.core.stats.sis.sis_smt, 1);
+    s.shared.llc[0].set_has_idle_cores(false);
+    assert_eq!(select_idle_sibling(&mut s.core(), p, 0, 0, 0, None), 1);
+    assert_eq!(s.stats().sis.sis_smt, 1);
     // only cpu4 idle, reached through the LLC scan
     run_on(&mut s, 1, 40);
-    assert_eq!(select_idle_sibling(&mut s.core, p, 0, 0, 0, None), 4);
-    assert_eq!(s.core.stats.sis.sis_idle_cpu, 1);
+    assert_eq!(select_idle_sibling(&mut s.core(), p, 0, 0, 0, None), 4);
+    assert_eq!(s.stats().sis.sis_idle_cpu, 1);
     // nothing idle: fallback to target
     run_on(&mut s, 4, 50);
-    assert_eq!(select_idle_sibling(&mut s.core, p, 0, 0, 0, None), 0);
-    assert_eq!(s.core.stats.sis.sis_fallback, 1);
+    assert_eq!(select_idle_sibling(&mut s.core(), p, 0, 0, 0, None), 0);
+    assert_eq!(s.stats().sis.sis_fallback, 1);
 }
 
 #[test]
@@ -86,12 +87,12 @@ fn idle_core_scan_clears_flag_when_none_found() {
     let mut s = sched(&spec(1, 2, 2, 1), PickPolicy::Cfs, "");
     run_on(&mut s, 0, 10);
     run_on(&mut s, 2, 10);
-    s.core.llc[0].has_idle_cores = true;
-    let r = select_idle_cpu(&mut s.core, true, 0);
+    s.shared.llc[0].set_has_idle_cores(true);
+    let r = select_idle_cpu(&mut s.core(), true, 0);
     // cpu1 (sibling of busy cpu0) is the first idle-ish CPU met: the fallback.
     assert_eq!(r, ScanResult::IdleCpu(1));
-    assert!(!s.core.llc[0].has_idle_cores);
-    assert_eq!(s.core.stats.sis.has_idle_cores_cleared, 1);
+    assert!(!s.shared.llc[0].has_idle_cores());
+    assert_eq!(s.stats().sis.has_idle_cores_cleared, 1);
 }
 
 #[test]
@@ -100,37 +101,37 @@ fn sis_util_limits_the_scan() {
     for c in 0..7 {
         run_on(&mut s, c, 10);
     }
-    s.core.llc[0].nr_idle_scan = 3;
+    s.shared.llc[0].set_nr_idle_scan(3);
     assert_eq!(
-        select_idle_cpu(&mut s.core, false, 0),
+        select_idle_cpu(&mut s.core(), false, 0),
         ScanResult::None,
         "cpu7 lies beyond the 3-CPU budget"
     );
-    s.core.llc[0].nr_idle_scan = 0;
-    assert_eq!(select_idle_cpu(&mut s.core, false, 0), ScanResult::None);
-    assert_eq!(s.core.stats.sis.sis_util_skip, 1);
+    s.shared.llc[0].set_nr_idle_scan(0);
+    assert_eq!(select_idle_cpu(&mut s.core(), false, 0), ScanResult::None);
+    assert_eq!(s.stats().sis.sis_util_skip, 1);
     let mut s2 = sched(&spec(1, 8, 1, 1), PickPolicy::Cfs, "NO_SIS_UTIL");
     for c in 0..7 {
         run_on(&mut s2, c, 10);
     }
-    s2.core.llc[0].nr_idle_scan = 0;
+    s2.shared.llc[0].set_nr_idle_scan(0);
     assert_eq!(
-        select_idle_cpu(&mut s2.core, false, 0),
+        select_idle_cpu(&mut s2.core(), false, 0),
         ScanResult::IdleCpu(7)
     );
 }
 
 #[test]
 fn nr_idle_scan_formula() {
-    let mut s = sched(&spec(1, 8, 1, 1), PickPolicy::Cfs, "");
+    let s = sched(&spec(1, 8, 1, 1), PickPolicy::Cfs, "");
     // 50% average util: tmp = 512^2 * 117^2 / (10000*1024) = 350 -> y = 674 -> 674*8/1024 = 5
-    crate::balance::stats::update_idle_cpu_scan(&mut s.core, 0, 8, 117, 8 * 512);
-    assert_eq!(s.core.llc[0].nr_idle_scan, 5);
+    crate::balance::stats::update_idle_cpu_scan(&mut s.core(), 0, 8, 117, 8 * 512);
+    assert_eq!(s.shared.llc[0].nr_idle_scan(), 5);
     // >= 100/117 utilization: scan depth 0.
-    crate::balance::stats::update_idle_cpu_scan(&mut s.core, 0, 8, 117, 8 * 880);
-    assert_eq!(s.core.llc[0].nr_idle_scan, 0);
-    crate::balance::stats::update_idle_cpu_scan(&mut s.core, 0, 8, 117, 0);
-    assert_eq!(s.core.llc[0].nr_idle_scan, 8);
+    crate::balance::stats::update_idle_cpu_scan(&mut s.core(), 0, 8, 117, 8 * 880);
+    assert_eq!(s.shared.llc[0].nr_idle_scan(), 0);
+    crate::balance::stats::update_idle_cpu_scan(&mut s.core(), 0, 8, 117, 0);
+    assert_eq!(s.shared.llc[0].nr_idle_scan(), 8);
 }
 
 #[test]
@@ -138,17 +139,17 @@ fn wake_wide_needs_llc_sized_fanout() {
     let mut s = two_sockets("");
     let w = run_on(&mut s, 0, 10);
     let p = sleeper_on(&mut s, 4, 20);
-    s.core.tasks[w].wakee_flips = 16;
-    s.core.tasks[p].wakee_flips = 3;
+    s.core().tasks[w].wakee_flips = 16;
+    s.core().tasks[p].wakee_flips = 3;
     assert!(
-        !wake_wide(&mut s.core, p, Some(w), 0),
+        !wake_wide(&mut s.core(), p, Some(w), 0),
         "slave below llc size"
     );
-    s.core.tasks[p].wakee_flips = 4;
-    assert!(wake_wide(&mut s.core, p, Some(w), 0), "16 >= 4*4");
-    s.core.tasks[w].wakee_flips = 15;
-    assert!(!wake_wide(&mut s.core, p, Some(w), 0));
-    assert_eq!(s.core.stats.wake.wake_wide_hits, 1);
+    s.core().tasks[p].wakee_flips = 4;
+    assert!(wake_wide(&mut s.core(), p, Some(w), 0), "16 >= 4*4");
+    s.core().tasks[w].wakee_flips = 15;
+    assert!(!wake_wide(&mut s.core(), p, Some(w), 0));
+    assert_eq!(s.stats().wake.wake_wide_hits, 1);
 }
 
 #[test]
@@ -158,21 +159,21 @@ fn fork_spreads_over_numa_machine_and_wakeups_stay_local() {
     let mut nodes = [0u32; 4];
     for i in 0..8 {
         let r = s.wake_up_new_task(Some(parent), 0, 0, TaskPolicy::Normal, 100 + i);
-        nodes[s.core.topo.cpus[r.cpu].node as usize] += 1;
+        nodes[s.shared.topo.cpus[r.cpu].node as usize] += 1;
         s.schedule(r.cpu, 100 + i);
     }
     assert!(
         nodes.iter().filter(|&&n| n > 0).count() >= 2,
         "forks spread beyond one node: {nodes:?}"
     );
-    let n: u64 = s.core.stats.fork_targets.iter().sum();
+    let n: u64 = s.stats().fork_targets.iter().sum();
     assert_eq!(n, 9);
     // A wakeup from cpu0 of a task whose prev is idle in the same LLC: prev.
     let idle = (1..40)
-        .find(|&c| s.core.idle_cpu(c))
+        .find(|&c| s.core().idle_cpu(c))
         .expect("an idle cpu in node 0");
     let p = sleeper_on(&mut s, idle, 1000);
-    let r = select_task_rq_fair(&mut s.core, p, idle, 0, WakeFlags::TTWU, 2000);
+    let r = select_task_rq_fair(&mut s.core(), p, idle, 0, WakeFlags::TTWU, 2000);
     assert_eq!(r, idle);
 }
 
@@ -191,8 +192,16 @@ fn prev_idle_policy_through_the_seam() {
         7,
         "first idle CPU of prev's LLC after prev"
     );
-    assert_eq!(s.policy.to_prev, 1);
-    assert_eq!(s.policy.to_llc_idle, 1);
+    assert_eq!(
+        s.policy.to_prev.load(core::sync::atomic::Ordering::Relaxed),
+        1
+    );
+    assert_eq!(
+        s.policy
+            .to_llc_idle
+            .load(core::sync::atomic::Ordering::Relaxed),
+        1
+    );
     assert_eq!(s.policy.name(), "prev_idle");
 }
 
@@ -202,24 +211,24 @@ fn idlest_group_cpu_prefers_sched_idle_then_latest_idle_then_least_loaded() {
     use topology::CpuMask;
     let mut s = sched(&spec(1, 4, 1, 1), PickPolicy::Cfs, "");
     let all = CpuMask::full(4);
-    s.core.rqs[1].idle_stamp = 100;
-    s.core.rqs[2].idle_stamp = 300;
-    s.core.rqs[3].idle_stamp = 200;
+    s.core().rqs[1].idle_stamp = 100;
+    s.core().rqs[2].idle_stamp = 300;
+    s.core().rqs[3].idle_stamp = 200;
     run_on(&mut s, 0, 10);
     assert_eq!(
-        find_idlest_group_cpu(&s.core, &all, 0),
+        find_idlest_group_cpu(&s.core(), &all, 0),
         2,
         "most recently idled"
     );
     for c in 1..4 {
         run_on(&mut s, c, 20);
     }
-    s.core.rqs[0].cfs.avg.load_avg = 500;
-    s.core.rqs[1].cfs.avg.load_avg = 100;
-    s.core.rqs[2].cfs.avg.load_avg = 700;
-    s.core.rqs[3].cfs.avg.load_avg = 100;
+    s.core().rqs[0].cfs.avg.load_avg = 500;
+    s.core().rqs[1].cfs.avg.load_avg = 100;
+    s.core().rqs[2].cfs.avg.load_avg = 700;
+    s.core().rqs[3].cfs.avg.load_avg = 100;
     assert_eq!(
-        find_idlest_group_cpu(&s.core, &all, 0),
+        find_idlest_group_cpu(&s.core(), &all, 0),
         1,
         "least loaded, first on ties"
     );
@@ -234,7 +243,7 @@ fn idlest_group_cpu_prefers_sched_idle_then_latest_idle_then_least_loaded() {
     s2.schedule(3, 30);
     assert_eq!(s2.current(3), Some(i));
     assert_eq!(
-        find_idlest_group_cpu(&s2.core, &all, 0),
+        find_idlest_group_cpu(&s2.core(), &all, 0),
         3,
         "SCHED_IDLE-only CPU first"
     );

@@ -64,7 +64,7 @@ pub fn wake_affine_idle(
             this_cpu
         });
     }
-    if sync && core.rqs[this_cpu].nr_running() == 1 {
+    if sync && core.nr_running(this_cpu) == 1 {
         return Some(this_cpu);
     }
     // Seed 000 (Lawall, v5.11): an idle prev_cpu wins over the load test.

@@ -10,16 +10,18 @@ use crate::core::SchedCore;
 use crate::placement::{self, WakeFlags};
 use crate::policy::SchedPolicy;
 use crate::task::TaskId;
+use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 /// The prev-idle wakeup policy.
-#[derive(Clone, Copy, Debug, Default)]
+/// Its counters are atomics: every CPU places wakeups concurrently.
+#[derive(Debug, Default)]
 pub struct PrevIdlePolicy {
     /// Wakeups that went to prev.
-    pub to_prev: u64,
+    pub to_prev: AtomicU64,
     /// Wakeups that went to another idle CPU of prev's LLC.
-    pub to_llc_idle: u64,
+    pub to_llc_idle: AtomicU64,
     /// Wakeups that went to the waker's CPU.
-    pub to_waker: u64,
+    pub to_waker: AtomicU64,
 }
 
 impl SchedPolicy for PrevIdlePolicy {
@@ -28,7 +30,7 @@ impl SchedPolicy for PrevIdlePolicy {
     }
 
     fn select_cpu(
-        &mut self,
+        &self,
         core: &mut SchedCore,
         p: TaskId,
         prev_cpu: CpuId,
@@ -40,7 +42,7 @@ impl SchedPolicy for PrevIdlePolicy {
             return placement::select_task_rq_fair(core, p, prev_cpu, this_cpu, flags, now);
         }
         if core.idle_cpu(prev_cpu) {
-            self.to_prev += 1;
+            self.to_prev.fetch_add(1, Relaxed);
             return prev_cpu;
         }
         let start = (prev_cpu + 1) % core.nr_cpus();
@@ -48,14 +50,14 @@ impl SchedPolicy for PrevIdlePolicy {
             .iter_wrap(start)
             .find(|&c| core.idle_cpu(c))
         {
-            self.to_llc_idle += 1;
+            self.to_llc_idle.fetch_add(1, Relaxed);
             return c;
         }
         if core.idle_cpu(this_cpu) {
-            self.to_waker += 1;
+            self.to_waker.fetch_add(1, Relaxed);
             return this_cpu;
         }
-        self.to_prev += 1;
+        self.to_prev.fetch_add(1, Relaxed);
         prev_cpu
     }
 }

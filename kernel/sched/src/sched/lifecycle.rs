@@ -5,70 +5,91 @@
 use super::{Scheduler, WakeupResult};
 use crate::CpuId;
 use crate::config::PickPolicy;
+use crate::core::SchedCore;
 use crate::fair::entity::{self, DequeueFlags, EnqueueFlags};
 use crate::pelt;
 use crate::placement::WakeFlags;
 use crate::policy::SchedPolicy;
 use crate::stats::MigrationReason;
 use crate::task::{Task, TaskId, TaskPolicy, TaskState};
+use alloc::vec::Vec;
 
 impl<P: SchedPolicy> Scheduler<P> {
     /// `wake_up_new_task()`: create a task forked on `this_cpu` by `parent`
     /// (None = created by the kernel itself), place it, queue it.
     pub fn wake_up_new_task(
-        &mut self,
+        &self,
         parent: Option<TaskId>,
         this_cpu: CpuId,
         nice: i32,
         tpolicy: TaskPolicy,
         now: u64,
     ) -> WakeupResult {
-        self.new_task(parent, this_cpu, None, nice, tpolicy, now)
+        self.new_task(parent, this_cpu, None, false, nice, tpolicy, now)
     }
 
     /// `wake_up_new_task()` for a task started on `cpu` without a fork
     /// placement decision; later wakeups and balancing treat it normally.
     pub fn wake_up_new_task_on(
-        &mut self,
+        &self,
         parent: Option<TaskId>,
         cpu: CpuId,
         nice: i32,
         tpolicy: TaskPolicy,
         now: u64,
     ) -> WakeupResult {
-        self.new_task(parent, cpu, Some(cpu), nice, tpolicy, now)
+        self.new_task(parent, cpu, Some(cpu), false, nice, tpolicy, now)
     }
 
     /// `wake_up_new_task()` for a task bound to `cpu` for its whole life
     /// (`kthread_bind`, or a one-CPU affinity mask): it starts there, every
     /// wakeup returns there and the balancer never moves it.
     pub fn wake_up_new_task_bound(
-        &mut self,
+        &self,
         parent: Option<TaskId>,
         cpu: CpuId,
         nice: i32,
         tpolicy: TaskPolicy,
         now: u64,
     ) -> WakeupResult {
-        let r = self.new_task(parent, cpu, Some(cpu), nice, tpolicy, now);
-        self.core.tasks[r.task].bound_cpu = Some(cpu);
-        r
+        self.new_task(parent, cpu, Some(cpu), true, nice, tpolicy, now)
     }
 
+    /// Whether another task can be created (`cfg.max_tasks` not reached).
+    pub fn can_fork(&self) -> bool {
+        match self.shared.alloc_id() {
+            Some(id) => {
+                self.shared.release_id(id);
+                true
+            }
+            None => false,
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
     fn new_task(
-        &mut self,
+        &self,
         parent: Option<TaskId>,
         this_cpu: CpuId,
-        bound: Option<CpuId>,
+        start: Option<CpuId>,
+        bind: bool,
         nice: i32,
         tpolicy: TaskPolicy,
         now: u64,
     ) -> WakeupResult {
-        let core = &mut self.core;
+        let p = self.shared.alloc_id().unwrap_or_else(|| {
+            panic!(
+                "more than {} tasks alive (SchedConfig::max_tasks)",
+                self.shared.cfg.max_tasks
+            )
+        });
+        let mut core = self.shared.lock(this_cpu);
         let now = core.update_rq_clock(this_cpu, now);
-        let p = core
-            .tasks
-            .alloc(|id| Task::new(id, nice, tpolicy, this_cpu));
+        let mut task = Task::new(p, nice, tpolicy, this_cpu);
+        if bind {
+            task.bound_cpu = start;
+        }
+        core.tasks.push_transit(task);
         core.stats.rq.nr_forks += 1;
         // init_entity_runnable_average: seen as fully loaded until proven otherwise.
         let w = core.tasks[p].weight();
@@ -76,40 +97,39 @@ impl<P: SchedPolicy> Scheduler<P> {
         // sched_fork / task_fork_fair on the parent's CPU.
         let cfg = core.cfg;
         {
-            let rq = &mut core.rqs[this_cpu];
-            entity::update_curr(&mut rq.cfs, &mut core.tasks, &cfg, now);
+            let c = &mut core;
+            let rq = &mut c.rqs[this_cpu];
+            entity::update_curr(&mut rq.cfs, &mut c.tasks, &cfg, now);
             match cfg.pick {
                 PickPolicy::Cfs => {
                     let pv = parent
                         .filter(|&q| rq.curr == Some(q))
-                        .map_or(rq.cfs.min_vruntime, |q| core.tasks[q].se.vruntime);
-                    core.tasks[p].se.vruntime = pv;
-                    crate::fair::cfs::place_entity(&rq.cfs, &mut core.tasks, &cfg, p, true);
+                        .map_or(rq.cfs.min_vruntime, |q| c.tasks[q].se.vruntime);
+                    c.tasks[p].se.vruntime = pv;
+                    crate::fair::cfs::place_entity(&rq.cfs, &mut c.tasks, &cfg, p, true);
                 }
                 PickPolicy::Eevdf => {
-                    let se = &mut core.tasks[p].se;
+                    let se = &mut c.tasks[p].se;
                     se.vlag = 0;
                     se.slice = cfg.tunables.base_slice_ns;
                 }
             }
         }
-        let cpu = match bound {
+        let cpu = match start {
             Some(c) => c,
-            None => {
-                self.policy
-                    .select_cpu(&mut self.core, p, this_cpu, this_cpu, WakeFlags::FORK, now)
-            }
+            None => self
+                .policy
+                .select_cpu(&mut core, p, this_cpu, this_cpu, WakeFlags::FORK, now),
         };
-        let core = &mut self.core;
         if cpu != this_cpu {
-            core.stats
-                .migrations
-                .record(MigrationReason::Fork, core.topo.distance(this_cpu, cpu));
+            // Never hold two runqueues here: the parent's is released first.
+            core.unlock(this_cpu);
+            core.lock_also(cpu);
+            let d = core.topo.distance(this_cpu, cpu);
+            core.stats.migrations.record(MigrationReason::Fork, d);
             if core.cfg.pick == PickPolicy::Cfs {
-                let (a, b) = (
-                    core.rqs[this_cpu].cfs.min_vruntime,
-                    core.rqs[cpu].cfs.min_vruntime,
-                );
+                let a = core.view(this_cpu).min_vruntime;
+                let b = core.rqs[cpu].cfs.min_vruntime;
                 let se = &mut core.tasks[p].se;
                 se.vruntime = se.vruntime.wrapping_sub(a).wrapping_add(b);
             }
@@ -129,45 +149,62 @@ impl<P: SchedPolicy> Scheduler<P> {
             initial: true,
             migrated: false,
         };
-        self.policy.enqueue(&mut self.core, cpu, p, flags, now_dst);
-        self.core.check_preempt_curr(cpu, p, true, now_dst);
+        self.policy.enqueue(&mut core, cpu, p, flags, now_dst);
+        core.check_preempt_curr(cpu, p, true, now_dst);
         WakeupResult {
             task: p,
             cpu,
-            resched: self.core.take_resched(),
+            resched: core.take_resched(),
         }
     }
 
     /// `try_to_wake_up(p, wake_flags)` executed on `waker_cpu` (whose
     /// current task, if any, is the waker). `sync` = WF_SYNC. Waking a task
     /// that is not sleeping is a no-op (its CPU is returned, no decisions).
-    pub fn wake_up(&mut self, p: TaskId, waker_cpu: CpuId, sync: bool, now: u64) -> WakeupResult {
-        let now = self.core.update_rq_clock(waker_cpu, now);
-        let prev = self.core.tasks[p].cpu;
-        if self.core.tasks[p].state != TaskState::Sleeping {
+    ///
+    /// Locking: `p`'s runqueue to take it (it is then in transit, owned by
+    /// this call), the waker's runqueue for the placement decision, then the
+    /// target's to queue it; never two at once.
+    pub fn wake_up(&self, p: TaskId, waker_cpu: CpuId, sync: bool, now: u64) -> WakeupResult {
+        let Some(mut core) = self.shared.lock_task(p, waker_cpu) else {
+            // Not alive: like a wakeup of an exited task, nothing to do.
+            return WakeupResult {
+                task: p,
+                cpu: waker_cpu,
+                resched: Vec::new(),
+            };
+        };
+        let prev = core.tasks[p].cpu;
+        if core.tasks[p].state != TaskState::Sleeping {
             // Like try_to_wake_up() on a task that is not blocked: no-op.
             return WakeupResult {
                 task: p,
                 cpu: prev,
-                resched: self.core.take_resched(),
+                resched: core.take_resched(),
             };
         }
-        if self.core.rqs[prev].curr == Some(p) {
-            return self.wake_up_on_cpu(p, prev, now);
+        if core.rqs[prev].curr == Some(p) {
+            return self.wake_up_on_cpu(core, p, prev, now);
         }
+        let t = core.tasks.take(p);
+        core.tasks.push_transit(t);
+        if prev != waker_cpu {
+            core.unlock(prev);
+            core.lock_also(waker_cpu);
+        }
+        let now = core.update_rq_clock(waker_cpu, now);
         let mut flags = WakeFlags::TTWU;
         if sync {
             flags = flags.or(WakeFlags::SYNC);
         }
         // select_task_rq(): only tasks allowed on more than one CPU get a
         // placement decision.
-        let cpu = match self.core.tasks[p].bound_cpu {
+        let cpu = match core.tasks[p].bound_cpu {
             Some(c) => c,
             None => self
                 .policy
-                .select_cpu(&mut self.core, p, prev, waker_cpu, flags, now),
+                .select_cpu(&mut core, p, prev, waker_cpu, flags, now),
         };
-        let core = &mut self.core;
         core.stats.wake.nr_wakeups += 1;
         core.tasks[p].stats.nr_wakeups += 1;
         if sync {
@@ -180,6 +217,8 @@ impl<P: SchedPolicy> Scheduler<P> {
             core.stats.wake.nr_wakeups_local += 1;
         } else {
             core.stats.wake.nr_wakeups_remote += 1;
+            core.unlock(waker_cpu);
+            core.lock_also(cpu);
         }
         let migrated = cpu != prev;
         if migrated {
@@ -202,53 +241,61 @@ impl<P: SchedPolicy> Scheduler<P> {
             initial: false,
             migrated,
         };
-        self.policy.enqueue(&mut self.core, cpu, p, ef, now_dst);
-        self.core.check_preempt_curr(cpu, p, false, now_dst);
+        self.policy.enqueue(&mut core, cpu, p, ef, now_dst);
+        core.check_preempt_curr(cpu, p, false, now_dst);
         WakeupResult {
             task: p,
             cpu,
-            resched: self.core.take_resched(),
+            resched: core.take_resched(),
         }
     }
 
     /// Wakeup of a task that blocked but has not been switched out yet (still
     /// `curr`, Linux's `p->on_cpu` window): it is re-queued as curr on its
     /// own CPU, like `ttwu_runnable()`.
-    fn wake_up_on_cpu(&mut self, p: TaskId, cpu: CpuId, now: u64) -> WakeupResult {
-        let now = self.core.update_rq_clock(cpu, now);
-        self.core.stats.wake.nr_wakeups += 1;
-        self.core.tasks[p].stats.nr_wakeups += 1;
+    fn wake_up_on_cpu(
+        &self,
+        mut core: SchedCore<'_>,
+        p: TaskId,
+        cpu: CpuId,
+        now: u64,
+    ) -> WakeupResult {
+        let now = core.update_rq_clock(cpu, now);
+        core.stats.wake.nr_wakeups += 1;
+        core.tasks[p].stats.nr_wakeups += 1;
         let ef = EnqueueFlags {
             wakeup: true,
             initial: false,
             migrated: false,
         };
-        self.policy.enqueue(&mut self.core, cpu, p, ef, now);
-        self.core.tasks[p].state = TaskState::Running;
+        self.policy.enqueue(&mut core, cpu, p, ef, now);
+        core.tasks[p].state = TaskState::Running;
         WakeupResult {
             task: p,
             cpu,
-            resched: self.core.take_resched(),
+            resched: core.take_resched(),
         }
     }
 
     /// `sched_yield()` by the current task of `cpu` (`yield_task_fair`):
     /// CFS marks it as skip buddy, EEVDF pushes its deadline back. The
     /// caller then calls [`Self::schedule`].
-    pub fn yield_current(&mut self, cpu: CpuId, now: u64) {
-        let now = self.core.update_rq_clock(cpu, now);
-        let cfg = self.core.cfg;
-        let rq = &mut self.core.rqs[cpu];
-        let Some(c) = rq.curr else { return };
-        if !self.core.tasks[c].se.on_rq {
+    pub fn yield_current(&self, cpu: CpuId, now: u64) {
+        let mut core = self.shared.lock(cpu);
+        let now = core.update_rq_clock(cpu, now);
+        let cfg = core.cfg;
+        let c = &mut core;
+        let rq = &mut c.rqs[cpu];
+        let Some(cur) = rq.curr else { return };
+        if !c.tasks[cur].se.on_rq {
             return;
         }
-        entity::update_curr(&mut rq.cfs, &mut self.core.tasks, &cfg, now);
+        entity::update_curr(&mut rq.cfs, &mut c.tasks, &cfg, now);
         match cfg.pick {
-            PickPolicy::Cfs => crate::fair::cfs::yield_task(&mut rq.cfs, c),
-            PickPolicy::Eevdf => crate::fair::eevdf::yield_task(&mut self.core.tasks[c].se),
+            PickPolicy::Cfs => crate::fair::cfs::yield_task(&mut rq.cfs, cur),
+            PickPolicy::Eevdf => crate::fair::eevdf::yield_task(&mut c.tasks[cur].se),
         }
-        self.core.rqs[cpu].need_resched = true;
+        c.rqs[cpu].need_resched = true;
     }
 
     /// `sched_exec()`: the current task of `cpu` is exec'ing (small memory
@@ -256,31 +303,37 @@ impl<P: SchedPolicy> Scheduler<P> {
     /// it picks another CPU, move the task there at the next `schedule()` of
     /// `cpu` (the stopper-thread move). Returns the destination, if any;
     /// `cpu` then has need_resched set.
-    pub fn sched_exec(&mut self, cpu: CpuId, now: u64) -> Option<CpuId> {
-        let now = self.core.update_rq_clock(cpu, now);
-        let p = self.core.rqs[cpu].curr?;
-        if !self.core.tasks[p].se.on_rq || self.core.tasks[p].bound_cpu.is_some() {
+    pub fn sched_exec(&self, cpu: CpuId, now: u64) -> Option<CpuId> {
+        let mut core = self.shared.lock(cpu);
+        let now = core.update_rq_clock(cpu, now);
+        let p = core.rqs[cpu].curr?;
+        if !core.tasks[p].se.on_rq || core.tasks[p].bound_cpu.is_some() {
             return None;
         }
         let dest = self
             .policy
-            .select_cpu(&mut self.core, p, cpu, cpu, WakeFlags::EXEC, now);
+            .select_cpu(&mut core, p, cpu, cpu, WakeFlags::EXEC, now);
         if dest == cpu {
             return None;
         }
-        self.core.rqs[cpu].exec_migrate = Some((p, dest));
-        self.core.rqs[cpu].need_resched = true;
+        core.rqs[cpu].exec_migrate = Some((p, dest));
+        core.rqs[cpu].need_resched = true;
         Some(dest)
     }
 
     /// The current task of `cpu` blocks (`deactivate_task(DEQUEUE_SLEEP)`).
     /// The caller then calls [`Self::schedule`].
-    pub fn block(&mut self, cpu: CpuId, now: u64) -> TaskId {
-        let now = self.core.update_rq_clock(cpu, now);
-        let p = self.core.rqs[cpu].curr.expect("block on an idle CPU");
-        if self.core.tasks[p].se.on_rq {
+    pub fn block(&self, cpu: CpuId, now: u64) -> TaskId {
+        let mut core = self.shared.lock(cpu);
+        self.block_locked(&mut core, cpu, now)
+    }
+
+    fn block_locked(&self, core: &mut SchedCore<'_>, cpu: CpuId, now: u64) -> TaskId {
+        let now = core.update_rq_clock(cpu, now);
+        let p = core.rqs[cpu].curr.expect("block on an idle CPU");
+        if core.tasks[p].se.on_rq {
             self.policy.dequeue(
-                &mut self.core,
+                core,
                 cpu,
                 p,
                 DequeueFlags {
@@ -290,18 +343,19 @@ impl<P: SchedPolicy> Scheduler<P> {
                 now,
             );
         }
-        self.core.tasks[p].state = TaskState::Sleeping;
-        self.core.rqs[cpu].need_resched = true;
+        core.tasks[p].state = TaskState::Sleeping;
+        core.rqs[cpu].need_resched = true;
         p
     }
 
     /// The current task of `cpu` exits. Its PELT contribution is removed; the
     /// slot is freed at the next `schedule()`.
-    pub fn exit(&mut self, cpu: CpuId, now: u64) -> TaskId {
-        let p = self.block(cpu, now);
-        self.core.remove_entity_load_avg(p);
-        self.core.tasks[p].state = TaskState::Dead;
-        self.core.stats.rq.nr_exits += 1;
+    pub fn exit(&self, cpu: CpuId, now: u64) -> TaskId {
+        let mut core = self.shared.lock(cpu);
+        let p = self.block_locked(&mut core, cpu, now);
+        core.remove_entity_load_avg(p);
+        core.tasks[p].state = TaskState::Dead;
+        core.stats.rq.nr_exits += 1;
         p
     }
 }

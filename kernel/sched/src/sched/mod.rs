@@ -1,7 +1,8 @@
 //! `Scheduler`: the entry points the kernel (or the host simulator) calls.
 //!
-//! Each call passes the CPU it runs on and the current time, mutates the
-//! core under the caller's lock, and returns decisions: which task a CPU
+//! Each call passes the CPU it runs on and the current time, takes the
+//! runqueue locks it needs (its own, plus one more to move a task, in CPU
+//! order), and returns decisions: which task a CPU
 //! runs next, which CPUs need a reschedule IPI, which tasks moved. Mirrors
 //! `wake_up_new_task()`, `try_to_wake_up()`, `__schedule()`
 //! (`pick_next_task_fair` + `sched_balance_newidle`), `sched_tick()` +
@@ -11,12 +12,12 @@ mod lifecycle;
 
 use crate::CpuId;
 use crate::config::SchedConfig;
-use crate::core::{Migration, SchedCore};
+use crate::core::{Migration, SchedCore, Shared};
 use crate::fair::entity;
 use crate::idle;
 use crate::policy::{FairPolicy, SchedPolicy};
-use crate::stats::MigrationReason;
-use crate::task::{Task, TaskId, TaskState};
+use crate::stats::{MigrationReason, SchedStats};
+use crate::task::{Task, TaskId, TaskState, Tasks};
 use crate::topo::SchedTopo;
 use alloc::vec::Vec;
 
@@ -55,11 +56,12 @@ pub struct TickResult {
     pub resched: Vec<CpuId>,
 }
 
-/// The scheduler: core state plus a policy.
-#[derive(Clone, Debug)]
+/// The scheduler: the shared state plus a policy. Every entry point takes
+/// `&self` and locks the runqueues it needs (see [`crate::core`]), so all
+/// CPUs call it concurrently; the caller keeps interrupts off meanwhile.
 pub struct Scheduler<P: SchedPolicy = FairPolicy> {
-    /// All state (read it for statistics and invariants).
-    pub core: SchedCore,
+    /// All state.
+    pub shared: Shared,
     /// The policy.
     pub policy: P,
 }
@@ -74,91 +76,113 @@ impl Scheduler<FairPolicy> {
 impl<P: SchedPolicy> Scheduler<P> {
     /// A scheduler with a custom policy. All CPUs start idle.
     pub fn with_policy(topo: SchedTopo, cfg: SchedConfig, policy: P) -> Self {
-        let mut s = Scheduler {
-            core: SchedCore::new(topo, cfg),
+        let s = Scheduler {
+            shared: Shared::new(topo, cfg),
             policy,
         };
-        for cpu in 0..s.core.nr_cpus() {
-            s.policy.idle_enter(&mut s.core, cpu, 0);
+        for cpu in 0..s.shared.nr_cpus() {
+            let mut core = s.shared.lock(cpu);
+            s.policy.idle_enter(&mut core, cpu, 0);
         }
         s
     }
 
+    /// Every runqueue locked at once (reports, invariant checks, tests).
+    pub fn core(&self) -> SchedCore<'_> {
+        self.shared.lock_all()
+    }
+
+    /// Machine-wide statistics (per-CPU counters summed).
+    pub fn stats(&self) -> SchedStats {
+        self.shared.stats()
+    }
+
     /// The task running on `cpu` (None = idle).
     pub fn current(&self, cpu: CpuId) -> Option<TaskId> {
-        self.core.rqs[cpu].curr
+        self.shared.lock(cpu).rqs[cpu].curr
     }
 
     /// Does `cpu` need to call `schedule()`?
     pub fn need_resched(&self, cpu: CpuId) -> bool {
-        self.core.rqs[cpu].need_resched
+        self.shared.lock(cpu).rqs[cpu].need_resched
     }
 
-    /// The task's data.
-    pub fn task(&self, p: TaskId) -> &Task {
-        &self.core.tasks[p]
+    /// A copy of the task's data (None if it is not alive).
+    pub fn try_task(&self, p: TaskId) -> Option<Task> {
+        let core = self.shared.lock_task(p, self.shared.nr_cpus())?;
+        core.tasks.get(p).cloned()
+    }
+
+    /// A copy of the task's data; panics if it is not alive.
+    pub fn task(&self, p: TaskId) -> Task {
+        self.try_task(p)
+            .unwrap_or_else(|| panic!("task {} is not alive", p.0))
     }
 
     /// Mark a task as a per-CPU kernel thread (never balanced; its wakeups
     /// may stack on prev, select_idle_sibling step 3).
-    pub fn set_percpu_kthread(&mut self, p: TaskId, on: bool) {
-        self.core.tasks[p].is_percpu_kthread = on;
+    pub fn set_percpu_kthread(&self, p: TaskId, on: bool) {
+        if let Some(mut core) = self.shared.lock_task(p, self.shared.nr_cpus()) {
+            core.tasks[p].is_percpu_kthread = on;
+        }
     }
 
     /// `__schedule()` on `cpu`: put prev back if still runnable, run a
     /// pending active-balance push, pick next (newly-idle balance first if
     /// nothing is runnable), and switch.
-    pub fn schedule(&mut self, cpu: CpuId, now: u64) -> Switch {
-        let now = self.core.update_rq_clock(cpu, now);
-        let cfg = self.core.cfg;
+    pub fn schedule(&self, cpu: CpuId, now: u64) -> Switch {
+        let mut core = self.shared.lock(cpu);
+        let now = core.update_rq_clock(cpu, now);
+        let cfg = core.cfg;
         let mut migrations = Vec::new();
-        self.core.rqs[cpu].need_resched = false;
-        let prev = self.core.rqs[cpu].curr;
+        core.rqs[cpu].need_resched = false;
+        let prev = core.rqs[cpu].curr;
         // Slice bookkeeping of prev, kept if prev is picked again (Linux's
         // pick_next_task_fair does no put_prev/set_next for prev == next).
         let prev_slice = prev
-            .and_then(|p| self.core.tasks.get(p))
+            .and_then(|p| core.tasks.get(p))
             .map(|t| (t.se.prev_sum_exec_runtime, t.se.vprot));
         if let Some(pv) = prev {
-            let core = &mut self.core;
-            entity::put_prev_entity(&mut core.rqs[cpu].cfs, &mut core.tasks, &cfg, pv, now);
-            match core.tasks[pv].state {
-                TaskState::Dead => core.tasks.free(pv),
+            let c = &mut core;
+            entity::put_prev_entity(&mut c.rqs[cpu].cfs, &mut c.tasks, &cfg, pv, now);
+            match c.tasks[pv].state {
+                TaskState::Dead => c.tasks.free(pv),
                 TaskState::Running => {
-                    core.tasks[pv].state = TaskState::Runnable;
-                    core.tasks[pv].wait_start = now.max(1);
+                    c.tasks[pv].state = TaskState::Runnable;
+                    c.tasks[pv].wait_start = now.max(1);
                 }
                 _ => {}
             }
-            core.rqs[cpu].curr = None;
+            c.rqs[cpu].curr = None;
         }
-        if let Some((p, dest)) = self.core.rqs[cpu].exec_migrate.take()
+        if let Some((p, dest)) = core.rqs[cpu].exec_migrate.take()
             && prev == Some(p)
-            && self
-                .core
+        {
+            // migration_cpu_stop on behalf of sched_exec.
+            core.lock_also(dest);
+            if core
                 .tasks
                 .get(p)
                 .is_some_and(|t| t.se.on_rq && t.cpu == cpu)
-        {
-            // migration_cpu_stop on behalf of sched_exec.
-            migrations.push(
-                self.core
-                    .move_queued_task(p, dest, MigrationReason::Exec, now),
-            );
+                && core.rqs[cpu].curr != Some(p)
+            {
+                migrations.push(core.move_queued_task(p, dest, MigrationReason::Exec, now));
+            }
+            core.unlock(dest);
         }
-        if let Some(target) = self.core.rqs[cpu].active_balance.take() {
-            migrations.extend(self.policy.active_balance(&mut self.core, cpu, target, now));
+        if let Some(target) = core.rqs[cpu].active_balance.take() {
+            migrations.extend(self.policy.active_balance(&mut core, cpu, target, now));
         }
-        let mut next = self.policy.pick_next(&mut self.core, cpu, now);
+        let mut next = self.policy.pick_next(&mut core, cpu, now);
         if next.is_none() {
-            migrations.extend(self.policy.newidle_balance(&mut self.core, cpu, now));
-            next = self.policy.pick_next(&mut self.core, cpu, now);
+            migrations.extend(self.policy.newidle_balance(&mut core, cpu, now));
+            next = self.policy.pick_next(&mut core, cpu, now);
         }
-        let core = &mut self.core;
+        let c = &mut core;
         match next {
             Some(n) => {
-                entity::set_next_entity(&mut core.rqs[cpu].cfs, &mut core.tasks, &cfg, n, now);
-                let t = &mut core.tasks[n];
+                entity::set_next_entity(&mut c.rqs[cpu].cfs, &mut c.tasks, &cfg, n, now);
+                let t = &mut c.tasks[n];
                 t.state = TaskState::Running;
                 if let (true, Some((sum, vprot))) = (Some(n) == prev, prev_slice) {
                     t.se.prev_sum_exec_runtime = sum;
@@ -172,68 +196,69 @@ impl<P: SchedPolicy> Scheduler<P> {
                     t.stats.wait_max = t.stats.wait_max.max(waited);
                     t.stats.wait_count += 1;
                     t.wait_start = 0;
-                    core.stats.wait_ns.record(waited);
+                    c.stats.wait_ns.record(waited);
                 }
                 t.stats.pcount += 1;
-                core.rqs[cpu].curr = Some(n);
-                core.rqs[cpu].idle_stamp = 0;
+                c.rqs[cpu].curr = Some(n);
+                c.rqs[cpu].idle_stamp = 0;
             }
             None => {
-                core.rqs[cpu].curr = None;
-                if core.rqs[cpu].idle_stamp == 0 {
-                    core.rqs[cpu].idle_stamp = now.max(1);
+                c.rqs[cpu].curr = None;
+                if c.rqs[cpu].idle_stamp == 0 {
+                    c.rqs[cpu].idle_stamp = now.max(1);
                 }
             }
         }
         if next != prev {
-            core.stats.rq.nr_switches += 1;
+            c.stats.rq.nr_switches += 1;
         }
         match (prev.is_some(), next.is_some()) {
             (true, false) => {
-                core.stats.rq.sched_goidle += 1;
-                core.rqs[cpu].idle_since = Some(now);
-                self.policy.idle_enter(&mut self.core, cpu, now);
+                c.stats.rq.sched_goidle += 1;
+                c.rqs[cpu].idle_since = Some(now);
+                self.policy.idle_enter(&mut core, cpu, now);
             }
             (false, true) => {
-                let rq = &mut core.rqs[cpu];
+                let rq = &mut c.rqs[cpu];
                 if let Some(t) = rq.idle_since.take() {
                     rq.idle_ns += now.saturating_sub(t);
                 }
-                self.policy.idle_exit(&mut self.core, cpu, now);
+                self.policy.idle_exit(&mut core, cpu, now);
             }
             _ => {}
         }
-        self.core.resched.retain(|&c| c != cpu);
-        self.core.rqs[cpu].need_resched = false;
+        core.resched.retain(|&c| c != cpu);
+        core.rqs[cpu].need_resched = false;
         Switch {
             prev,
             next,
             migrations,
-            resched: self.core.take_resched(),
+            resched: core.take_resched(),
         }
     }
 
     /// `sched_tick()` on `cpu`: account curr, tick preemption, busy/idle
     /// accounting, and periodic balancing when due.
-    pub fn tick(&mut self, cpu: CpuId, now: u64) -> TickResult {
-        let now = self.core.update_rq_clock(cpu, now);
-        self.core.stats.rq.nr_ticks += 1;
-        let was_idle = self.core.rqs[cpu].curr.is_none();
+    pub fn tick(&self, cpu: CpuId, now: u64) -> TickResult {
+        let mut core = self.shared.lock(cpu);
+        let now = core.update_rq_clock(cpu, now);
+        core.stats.rq.nr_ticks += 1;
+        let was_idle = core.rqs[cpu].curr.is_none();
         if was_idle {
-            entity::update_rq_load_avg(&mut self.core.rqs[cpu].cfs, now);
-        } else if self.policy.tick(&mut self.core, cpu, now) {
-            self.core.stats.rq.tick_preempt += 1;
-            self.core.resched_curr(cpu);
+            entity::update_rq_load_avg(&mut core.rqs[cpu].cfs, now);
+        } else if self.policy.tick(&mut core, cpu, now) {
+            core.stats.rq.tick_preempt += 1;
+            core.resched_curr(cpu);
         }
-        idle::tick_accounting(&mut self.core, cpu);
+        idle::tick_accounting(&mut core, cpu);
         let mut migrations = Vec::new();
-        if now >= self.core.rqs[cpu].next_balance {
-            migrations = self.policy.balance(&mut self.core, cpu, now);
+        if now >= core.rqs[cpu].next_balance {
+            migrations = self.policy.balance(&mut core, cpu, now);
         }
         TickResult {
-            need_resched: self.core.rqs[cpu].need_resched,
+            need_resched: core.rqs[cpu].need_resched,
             migrations,
-            resched: self.core.take_resched(),
+            resched: core.take_resched(),
         }
     }
 }

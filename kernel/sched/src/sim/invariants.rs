@@ -2,7 +2,7 @@
 //! property tests and the simulator.
 
 use crate::core::SchedCore;
-use crate::task::{TaskId, TaskState};
+use crate::task::{TaskId, TaskState, Tasks};
 use alloc::format;
 use alloc::string::String;
 use alloc::vec;

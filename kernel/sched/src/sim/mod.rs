@@ -96,7 +96,7 @@ pub struct Sim<P: SchedPolicy> {
 impl<P: SchedPolicy> Sim<P> {
     /// A simulator with every CPU ticking from time 0.
     pub fn new(sched: Scheduler<P>) -> Self {
-        let n = sched.core.nr_cpus();
+        let n = sched.core().nr_cpus();
         let mut s = Sim {
             sched,
             now: 0,
@@ -112,7 +112,7 @@ impl<P: SchedPolicy> Sim<P> {
             last_balance_migration: 0,
             nr_events: 0,
         };
-        let tick = s.sched.core.cfg.tunables.tick_ns;
+        let tick = s.sched.shared.cfg.tunables.tick_ns;
         for cpu in 0..n {
             s.push(tick, Event::Tick(cpu));
         }
@@ -258,9 +258,9 @@ impl<P: SchedPolicy> Sim<P> {
 
     fn track_balance(&mut self) {
         let now = self.now;
-        let n = self.sched.core.nr_cpus();
+        let n = self.sched.core().nr_cpus();
         for cpu in 0..n {
-            let rq = &self.sched.core.rqs[cpu];
+            let rq = &self.sched.core().rqs[cpu];
             let idle = rq.curr.is_none();
             let over = rq.nr_running() >= 2;
             self.idle_since[cpu] = if idle {
@@ -303,9 +303,9 @@ impl<P: SchedPolicy> Sim<P> {
                     self.last_balance_migration = t;
                 }
                 self.serve(cpus);
-                let tick = self.sched.core.cfg.tunables.tick_ns;
+                let tick = self.sched.shared.cfg.tunables.tick_ns;
                 self.push(t + tick, Event::Tick(cpu));
-                if cpu + 1 == self.sched.core.nr_cpus() {
+                if cpu + 1 == self.sched.core().nr_cpus() {
                     self.track_balance();
                 }
             }
@@ -317,9 +317,7 @@ impl<P: SchedPolicy> Sim<P> {
             Event::Wake(p) => {
                 if self
                     .sched
-                    .core
-                    .tasks
-                    .get(p)
+                    .try_task(p)
                     .is_some_and(|t| t.state == TaskState::Sleeping)
                 {
                     let waker_cpu = self.sched.task(p).cpu;

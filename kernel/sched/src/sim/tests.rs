@@ -27,7 +27,7 @@ fn pingpong(features: &str) -> (Sim<crate::FairPolicy>, crate::TaskId, crate::Ta
     // b starts blocked: it is woken by a's first message.
     sim.block_at_start(b);
     let mut chk = InvariantChecker::default();
-    sim.run_until_with(200_000_000, &mut |s| chk.check(&s.sched.core))
+    sim.run_until_with(200_000_000, &mut |s| chk.check(&s.sched.core()))
         .unwrap();
     (sim, a, b)
 }
@@ -37,15 +37,15 @@ fn pingpong_pairs_follow_the_forced_placement() {
     let (sim, a, b) = pingpong("WAKEE_STACKED");
     let (ca, cb) = (sim.sched.task(a).cpu, sim.sched.task(b).cpu);
     assert_eq!(ca, cb, "stacked on one CPU");
-    assert!(sim.sched.core.stats.wake.wake_forced > 1000);
+    assert!(sim.sched.stats().wake.wake_forced > 1000);
 
     let (sim, a, b) = pingpong("WAKEE_CROSS_SMT");
-    let t = &sim.sched.core.topo;
+    let t = &sim.sched.shared.topo;
     let (ca, cb) = (sim.sched.task(a).cpu, sim.sched.task(b).cpu);
     assert_eq!(t.distance(ca, cb), MigrationDistance::SmtSibling);
 
     let (sim, a, b) = pingpong("WAKEE_CROSS_CORE");
-    let t = &sim.sched.core.topo;
+    let t = &sim.sched.shared.topo;
     let (ca, cb) = (sim.sched.task(a).cpu, sim.sched.task(b).cpu);
     assert_eq!(t.distance(ca, cb), MigrationDistance::SameLlc);
 }
@@ -53,7 +53,7 @@ fn pingpong_pairs_follow_the_forced_placement() {
 #[test]
 fn pingpong_unbound_makes_progress_and_counts_sync_wakeups() {
     let (sim, a, b) = pingpong("");
-    let st = &sim.sched.core.stats;
+    let st = &sim.sched.stats();
     assert!(st.wake.nr_wakeups_sync > 1000, "{:?}", st.wake);
     assert_eq!(st.wake.nr_wakeups, st.wake.nr_wakeups_sync);
     // Messages alternate: both sides ran about the same amount.

@@ -318,6 +318,27 @@ impl SchedStats {
         &mut self.lb_by_domain[i].1
     }
 
+    /// Add `o` (another CPU's counters) into these.
+    pub fn accumulate(&mut self, o: &SchedStats) {
+        self.wake.accumulate(&o.wake);
+        self.sis.accumulate(&o.sis);
+        self.lb.accumulate(&o.lb);
+        for (name, lb) in &o.lb_by_domain {
+            self.lb_domain(name).accumulate(lb);
+        }
+        self.rq.accumulate(&o.rq);
+        for (row, orow) in self.migrations.counts.iter_mut().zip(&o.migrations.counts) {
+            for (x, y) in row.iter_mut().zip(orow) {
+                *x += y;
+            }
+        }
+        self.wait_ns.merge(&o.wait_ns);
+        self.scan_len.merge(&o.scan_len);
+        for (x, y) in self.fork_targets.iter_mut().zip(&o.fork_targets) {
+            *x += y;
+        }
+    }
+
     /// One JSON object with every section.
     pub fn write_json(&self, w: &mut impl Write) -> fmt::Result {
         w.write_str("{\"wake\":")?;
