@@ -180,28 +180,10 @@ fn fire(reason: &str, stuck_cpu: Option<usize>) {
     let now = time::now_ns();
     // Give the other CPUs time to park at their next tick.
     time::delay_ns(50_000_000);
-    let described = crate::task::sched::try_with(100_000_000, |ks| {
-        let mut lines = alloc::vec::Vec::new();
-        for p in percpu::all() {
-            let c = p.cpu as usize;
-            let (curr, queued) = ks.describe_cpu(c);
-            let age = now.saturating_sub(p.last_tick_ns.load(Ordering::Relaxed)) / 1_000_000;
-            lines.push(alloc::format!(
-                "CPU {c}: running {curr}; need_resched {}; last tick {age} ms ago; {} queued: [{}]",
-                ks.core.need_resched(c),
-                queued.len(),
-                queued.join(", ")
-            ));
-        }
-        lines.extend(ks.describe_threads(64));
-        lines
-    });
-    let lines = described.unwrap_or_default();
+    let mut lines = crate::task::sched::describe_cpus(now);
+    lines.extend(crate::task::sched::describe_threads(64));
     for l in &lines {
         log::error!("  {l}");
-    }
-    if lines.is_empty() {
-        log::error!("  (scheduler lock held for too long: probably by the stuck CPU)");
     }
     let json = json_array(&lines, |w, l| w.write_str(&json_string(l)));
     let mut rec = Record::new("watchdog")

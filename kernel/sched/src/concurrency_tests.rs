@@ -66,12 +66,12 @@ fn drive_cpu(sh: &Shared, cpu: usize, steps: usize, max_tasks: u64) {
                     }
                 };
                 if let Some(p) = p {
-                    let sync = next(&mut rng) % 2 == 0;
+                    let sync = next(&mut rng).is_multiple_of(2);
                     s.wake_up(p, cpu, sync, now);
                 }
             }
             6 => {
-                if s.current(cpu).is_some() && next(&mut rng) % 4 == 0 {
+                if s.current(cpu).is_some() && next(&mut rng).is_multiple_of(4) {
                     s.exit(cpu, now);
                     sh.exits.fetch_add(1, Relaxed);
                     s.schedule(cpu, now);

@@ -28,11 +28,13 @@ use crate::fair::{cfs, eevdf};
 use crate::features::Feat;
 use crate::pelt::{self, Removed};
 use crate::rq::{LlcShared, Rq, RqSnap, RqView};
+use crate::small::Small;
 use crate::stats::{MigrationReason, SchedStats};
 use crate::task::{Task, TaskArena, TaskId, TaskState, Tasks};
 use crate::topo::SchedTopo;
 use alloc::vec::Vec;
-use core::sync::atomic::{AtomicU32, Ordering::Relaxed};
+use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
+use core::sync::atomic::{AtomicBool, AtomicU32};
 use spin::mutex::{SpinMutex, SpinMutexGuard};
 
 /// A test-and-set spin lock (ticket locks collapse when vCPUs are
@@ -86,6 +88,8 @@ pub struct Shared {
     arenas: Vec<Lock<TaskArena>>,
     stats: Vec<Lock<SchedStats>>,
     removed: Vec<Lock<Removed>>,
+    /// Something waits in `removed[cpu]` (skips its lock otherwise).
+    removed_pending: Vec<AtomicBool>,
     snap: Vec<RqSnap>,
     /// Per-LLC shared state, indexed by `sd_llc_id`.
     pub llc: Vec<LlcShared>,
@@ -119,6 +123,7 @@ impl Shared {
             // One slot per CPU, plus one for whole-machine contexts.
             stats: (0..=n).map(|_| Lock::new(SchedStats::new(n))).collect(),
             removed: (0..n).map(|_| Lock::new(Removed::default())).collect(),
+            removed_pending: (0..n).map(|_| AtomicBool::new(false)).collect(),
             snap,
             llc: (0..n).map(|c| LlcShared::new(topo.llc_size[c])).collect(),
             task_cpu: (0..cfg.max_tasks).map(|_| AtomicU32::new(NO_CPU)).collect(),
@@ -143,22 +148,38 @@ impl Shared {
     /// A context acting on `acting_cpu` that holds no runqueue yet
     /// (`acting_cpu == nr_cpus` names the whole-machine statistics slot).
     pub fn context(&self, acting_cpu: CpuId) -> SchedCore<'_> {
+        self.context_with(lock_or_report(&self.stats[acting_cpu], "statistics"))
+    }
+
+    fn context_with<'a>(&'a self, stats: Guard<'a, SchedStats>) -> SchedCore<'a> {
         SchedCore {
             cfg: self.cfg,
             topo: &self.topo,
             llc: &self.llc,
             shared: self,
             rqs: RqSet {
-                held: Vec::with_capacity(2),
+                held: Small::default(),
             },
             tasks: TaskSet {
                 shared: self,
-                held: Vec::with_capacity(2),
-                transit: Vec::new(),
+                held: Small::default(),
+                transit: None,
             },
-            stats: lock_or_report(&self.stats[acting_cpu], "statistics"),
+            stats,
             resched: Vec::new(),
         }
+    }
+
+    /// `cpu`'s runqueue if it can be had at once (fault reports: a stuck
+    /// CPU may hold its lock forever). Statistics go to the whole-machine
+    /// slot.
+    pub fn try_lock(&self, cpu: CpuId) -> Option<SchedCore<'_>> {
+        let stats = self.stats[self.nr_cpus()].try_lock()?;
+        let rq = self.rqs[cpu].try_lock()?;
+        let arena = self.arenas[cpu].try_lock()?;
+        let mut c = self.context_with(stats);
+        c.take_locks(cpu, rq, arena, 0);
+        Some(c)
     }
 
     /// A context holding every runqueue (reports, invariant checks, tests):
@@ -242,12 +263,12 @@ impl Shared {
 
 /// The runqueues an operation holds, sorted by CPU.
 pub struct RqSet<'a> {
-    held: Vec<(CpuId, Guard<'a, Rq>)>,
+    held: Small<(CpuId, Guard<'a, Rq>)>,
 }
 
 impl RqSet<'_> {
     fn pos(&self, cpu: CpuId) -> Result<usize, usize> {
-        self.held.binary_search_by_key(&cpu, |(c, _)| *c)
+        self.held.search_by_key(&cpu, |(c, _)| *c)
     }
 
     /// Whether `cpu`'s runqueue is held.
@@ -257,7 +278,8 @@ impl RqSet<'_> {
 
     /// The runqueue of `cpu`, if held.
     pub fn get(&self, cpu: CpuId) -> Option<&Rq> {
-        self.pos(cpu).ok().map(|i| &*self.held[i].1)
+        let i = self.pos(cpu).ok()?;
+        self.held.get(i).map(|(_, g)| &**g)
     }
 
     /// The held runqueues, by CPU.
@@ -270,7 +292,7 @@ impl core::ops::Index<CpuId> for RqSet<'_> {
     type Output = Rq;
     fn index(&self, cpu: CpuId) -> &Rq {
         match self.pos(cpu) {
-            Ok(i) => &self.held[i].1,
+            Ok(i) => &self.held.get(i).expect("held").1,
             Err(_) => panic!("runqueue {cpu} used without its lock"),
         }
     }
@@ -279,7 +301,7 @@ impl core::ops::Index<CpuId> for RqSet<'_> {
 impl core::ops::IndexMut<CpuId> for RqSet<'_> {
     fn index_mut(&mut self, cpu: CpuId) -> &mut Rq {
         match self.pos(cpu) {
-            Ok(i) => &mut self.held[i].1,
+            Ok(i) => &mut self.held.get_mut(i).expect("held").1,
             Err(_) => panic!("runqueue {cpu} used without its lock"),
         }
     }
@@ -289,23 +311,36 @@ impl core::ops::IndexMut<CpuId> for RqSet<'_> {
 /// plus tasks in transit (being woken, forked or moved) that it owns.
 pub struct TaskSet<'a> {
     shared: &'a Shared,
-    held: Vec<(CpuId, Guard<'a, TaskArena>)>,
-    transit: Vec<Task>,
+    held: Small<(CpuId, Guard<'a, TaskArena>)>,
+    /// At most one task is in transit per operation.
+    transit: Option<Task>,
 }
 
 impl TaskSet<'_> {
     fn arena_of(&self, id: TaskId) -> Option<usize> {
         let cpu = self.shared.task_cpu(id)?;
-        self.held.binary_search_by_key(&cpu, |(c, _)| *c).ok()
+        self.held.search_by_key(&cpu, |(c, _)| *c).ok()
+    }
+
+    fn arena(&mut self, i: usize) -> &mut TaskArena {
+        &mut self.held.get_mut(i).expect("held").1
+    }
+
+    fn arena_on(&mut self, cpu: CpuId, what: &str) -> &mut TaskArena {
+        let i = self
+            .held
+            .search_by_key(&cpu, |(c, _)| *c)
+            .unwrap_or_else(|_| panic!("{what} runqueue {cpu}, which is not held"));
+        self.arena(i)
     }
 
     /// The task, if this operation can reach it.
     pub fn get_mut(&mut self, id: TaskId) -> Option<&mut Task> {
-        if let Some(i) = self.transit.iter().position(|t| t.id == id) {
-            return Some(&mut self.transit[i]);
+        if self.transit.as_ref().is_some_and(|t| t.id == id) {
+            return self.transit.as_mut();
         }
         let a = self.arena_of(id)?;
-        self.held[a].1.get_mut(id)
+        self.arena(a).get_mut(id)
     }
 
     /// Tasks homed on the held runqueues and in transit.
@@ -319,7 +354,7 @@ impl TaskSet<'_> {
     /// runqueue's arena; it must not be queued).
     pub fn take(&mut self, id: TaskId) -> Task {
         let a = self.arena_of(id).expect("task not reachable");
-        let t = self.held[a].1.remove(id).expect("task not in its arena");
+        let t = self.arena(a).remove(id).expect("task not in its arena");
         debug_assert!(!t.se.on_rq, "taking a queued task");
         self.shared.task_cpu[id.0 as usize].store(IN_TRANSIT, Relaxed);
         t
@@ -327,23 +362,21 @@ impl TaskSet<'_> {
 
     /// Start owning a task in transit.
     pub fn push_transit(&mut self, t: Task) {
-        self.transit.push(t);
+        assert!(self.transit.is_none(), "two tasks in transit");
+        self.transit = Some(t);
+    }
+
+    /// Whether `id` is the task in transit.
+    pub fn in_transit(&self, id: TaskId) -> bool {
+        self.transit.as_ref().is_some_and(|t| t.id == id)
     }
 
     /// Home a task in transit on `cpu` (held), which becomes its task_cpu.
     pub fn settle(&mut self, id: TaskId, cpu: CpuId) {
-        let i = self
-            .transit
-            .iter()
-            .position(|t| t.id == id)
-            .expect("task not in transit");
-        let mut t = self.transit.swap_remove(i);
+        assert!(self.in_transit(id), "task not in transit");
+        let mut t = self.transit.take().expect("in transit");
         t.cpu = cpu;
-        let a = self
-            .held
-            .binary_search_by_key(&cpu, |(c, _)| *c)
-            .expect("settling on a runqueue that is not held");
-        self.held[a].1.insert(t);
+        self.arena_on(cpu, "settling on").insert(t);
         self.shared.task_cpu[id.0 as usize].store(cpu as u32, Relaxed);
     }
 
@@ -352,20 +385,16 @@ impl TaskSet<'_> {
     /// concurrent `task_rq_lock` never finds the task missing.
     pub fn rehome(&mut self, id: TaskId, to: CpuId) {
         let a = self.arena_of(id).expect("task not reachable");
-        let mut t = self.held[a].1.remove(id).expect("task not in its arena");
+        let mut t = self.arena(a).remove(id).expect("task not in its arena");
         t.cpu = to;
-        let b = self
-            .held
-            .binary_search_by_key(&to, |(c, _)| *c)
-            .expect("moving to a runqueue that is not held");
-        self.held[b].1.insert(t);
+        self.arena_on(to, "moving to").insert(t);
         self.shared.task_cpu[id.0 as usize].store(to as u32, Relaxed);
     }
 
     /// Free a dead task homed on a held runqueue and release its id.
     pub fn free(&mut self, id: TaskId) {
         if let Some(a) = self.arena_of(id) {
-            self.held[a].1.remove(id);
+            self.arena(a).remove(id);
             self.shared.free_id(id);
         }
     }
@@ -373,11 +402,11 @@ impl TaskSet<'_> {
 
 impl Tasks for TaskSet<'_> {
     fn get(&self, id: TaskId) -> Option<&Task> {
-        if let Some(t) = self.transit.iter().find(|t| t.id == id) {
+        if let Some(t) = self.transit.as_ref().filter(|t| t.id == id) {
             return Some(t);
         }
         let a = self.arena_of(id)?;
-        self.held[a].1.get(id)
+        self.held.get(a)?.1.get(id)
     }
 }
 
@@ -432,7 +461,7 @@ pub struct SchedCore<'a> {
 impl Drop for SchedCore<'_> {
     fn drop(&mut self) {
         debug_assert!(
-            self.tasks.transit.is_empty(),
+            self.tasks.transit.is_none(),
             "operation ended with a task in transit"
         );
         self.unlock_all();
@@ -467,10 +496,13 @@ impl<'a> SchedCore<'a> {
             self.take_locks(cpu, rq, ar, at);
             return false;
         }
-        let mut cpus: Vec<CpuId> = self.rqs.held.iter().map(|(c, _)| *c).collect();
+        let mut cpus: Small<CpuId> = Small::default();
+        for (c, _) in self.rqs.held.iter() {
+            cpus.insert(cpus.len(), *c);
+        }
         cpus.insert(at, cpu);
         self.unlock_all();
-        for c in cpus {
+        for &c in cpus.iter() {
             let n = self.rqs.held.len();
             let rq = lock_or_report(&sh.rqs[c], "runqueue");
             self.take_locks(c, rq, lock_or_report(&sh.arenas[c], "task arena"), n);
@@ -486,7 +518,12 @@ impl<'a> SchedCore<'a> {
         at: usize,
     ) {
         // Apply removals queued while this runqueue was not held.
-        let r = core::mem::take(&mut *lock_or_report(&self.shared.removed[cpu], "removed"));
+        let sh = self.shared;
+        let r = if sh.removed_pending[cpu].swap(false, Acquire) {
+            core::mem::take(&mut *lock_or_report(&sh.removed[cpu], "removed"))
+        } else {
+            Removed::default()
+        };
         if r.nr != 0 {
             let m = &mut rq.cfs.removed;
             m.load_avg += r.load_avg;
@@ -654,7 +691,7 @@ impl<'a> SchedCore<'a> {
     /// `enqueue_task_fair()`: queue `p` on `cpu` (it becomes Runnable).
     pub fn enqueue_task(&mut self, cpu: CpuId, p: TaskId, flags: EnqueueFlags, now: u64) {
         let cfg = self.cfg;
-        if self.tasks.transit.iter().any(|t| t.id == p) {
+        if self.tasks.in_transit(p) {
             self.tasks.settle(p, cpu);
         }
         let rq = &mut self.rqs[cpu];
@@ -727,8 +764,11 @@ impl<'a> SchedCore<'a> {
             r.nr += 1;
         };
         match self.rqs.pos(cpu) {
-            Ok(i) => add(&mut self.rqs.held[i].1.cfs.removed),
-            Err(_) => add(&mut lock_or_report(&self.shared.removed[cpu], "removed")),
+            Ok(i) => add(&mut self.rqs.held.get_mut(i).expect("held").1.cfs.removed),
+            Err(_) => {
+                add(&mut lock_or_report(&self.shared.removed[cpu], "removed"));
+                self.shared.removed_pending[cpu].store(true, Release);
+            }
         }
         t.se.avg.last_update_time = 0;
     }

@@ -240,6 +240,9 @@ impl LlcShared {
 /// of a remote `struct rq` with READ_ONCE; here they are explicit atomics.
 #[derive(Debug, Default)]
 pub struct RqSnap {
+    /// Task id + 1 of curr, 0 = idle.
+    curr: AtomicU32,
+    need_resched: AtomicBool,
     nr_running: AtomicU32,
     nr_idle: AtomicU32,
     curr_idle: AtomicBool,
@@ -257,6 +260,10 @@ pub struct RqSnap {
 /// A copy of a [`RqSnap`] (or of a locked runqueue's live values).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RqView {
+    /// The running task (None = idle).
+    pub curr: Option<crate::task::TaskId>,
+    /// TIF_NEED_RESCHED of curr.
+    pub need_resched: bool,
     /// `nr_running`.
     pub nr_running: u32,
     /// SCHED_IDLE tasks queued.
@@ -288,6 +295,8 @@ impl RqView {
     pub fn of(rq: &Rq) -> RqView {
         let a = &rq.cfs.avg;
         RqView {
+            curr: rq.curr,
+            need_resched: rq.need_resched,
             nr_running: rq.cfs.nr_running,
             nr_idle: rq.cfs.nr_idle,
             curr_idle: rq.curr.is_none(),
@@ -318,6 +327,8 @@ impl RqSnap {
     /// Publish the values of `rq` (its lock holder, before unlocking).
     pub fn publish(&self, rq: &Rq) {
         let v = RqView::of(rq);
+        self.curr.store(v.curr.map_or(0, |t| t.0 + 1), Relaxed);
+        self.need_resched.store(v.need_resched, Relaxed);
         self.nr_running.store(v.nr_running, Relaxed);
         self.nr_idle.store(v.nr_idle, Relaxed);
         self.curr_idle.store(v.curr_idle, Relaxed);
@@ -336,6 +347,11 @@ impl RqSnap {
     /// publications, like Linux's lockless remote reads).
     pub fn read(&self) -> RqView {
         RqView {
+            curr: match self.curr.load(Relaxed) {
+                0 => None,
+                t => Some(crate::task::TaskId(t - 1)),
+            },
+            need_resched: self.need_resched.load(Relaxed),
             nr_running: self.nr_running.load(Relaxed),
             nr_idle: self.nr_idle.load(Relaxed),
             curr_idle: self.curr_idle.load(Relaxed),

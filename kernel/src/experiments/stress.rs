@@ -188,7 +188,7 @@ pub fn run(_m: &Machine, args: &mut Args<'_>) -> Result<ExitCode, String> {
 
     let books = Arc::new(Books::default());
     let failures = Arc::new(crate::sync::IrqSpinLock::new(Vec::<String>::new()));
-    let (created0, exited0) = task::sched::with(|ks| (ks.created, ks.exited));
+    let (created0, exited0) = task::sched::thread_counts();
     watchdog::arm(30_000_000_000);
     let start = time::now_ns();
     let deadline = start + duration_ns;
@@ -280,7 +280,7 @@ pub fn run(_m: &Machine, args: &mut Args<'_>) -> Result<ExitCode, String> {
     }
     let elapsed = time::now_ns() - start;
     watchdog::disarm();
-    let (created1, exited1) = task::sched::with(|ks| (ks.created, ks.exited));
+    let (created1, exited1) = task::sched::thread_counts();
     report(
         &books,
         &group_state,
@@ -372,10 +372,7 @@ fn report(
         idle_cpus.is_empty(),
         alloc::format!("CPUs without a context switch: {idle_cpus:?}"),
     );
-    let mut sched_stats = String::new();
-    task::sched::with(|ks| {
-        let _ = ks.core.core.stats.write_json(&mut sched_stats);
-    });
+    let sched_stats = task::sched::stats_json();
     Record::new("stress")
         .u64("threads_created", created)
         .u64("threads_exited", exited)

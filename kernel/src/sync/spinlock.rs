@@ -59,18 +59,6 @@ impl<T> IrqSpinLock<T> {
     }
 }
 
-impl<'a, T> IrqGuard<'a, T> {
-    /// Releases the lock but leaves interrupts disabled; returns whether they
-    /// were enabled before `lock`, so the caller can restore that state later
-    /// (used around context switches, which must run with interrupts off).
-    pub fn unlock_keep_irqs_off(mut self) -> bool {
-        self.guard.take();
-        let was = self.irq_was_enabled;
-        self.irq_was_enabled = false;
-        was
-    }
-}
-
 impl<T> Deref for IrqGuard<'_, T> {
     type Target = T;
     fn deref(&self) -> &T {

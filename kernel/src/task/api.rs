@@ -1,16 +1,19 @@
 //! The thread-facing scheduling API: spawn and join, block and wake, sleep,
-//! yield, preemption points and exit. Each call takes the scheduler lock,
-//! asks the pure core for its decision and lets `sched.rs` carry it out.
+//! yield, preemption points and exit. Each call turns interrupts off, asks
+//! the pure core for its decision (the core takes the runqueue locks it
+//! needs) and lets `sched.rs` carry it out.
 
 use alloc::boxed::Box;
 use alloc::string::String;
 use alloc::sync::Arc;
-use core::cmp::Reverse;
 use core::sync::atomic::Ordering;
 
-use sched::TaskPolicy;
+use sched::{Start, TaskPolicy};
 
-use super::sched::{Slot, current, lock_here, send_ipis, switch_locked, thread_start, with};
+use super::sched::{
+    THREADS, add_sleeper, core, current, on_this_cpu, reschedule, schedule_irqs_off, send_ipis,
+    set_task_thread, this_cpu, thread_start, wake_irqs_off,
+};
 use super::thread::{Thread, ThreadState};
 use crate::arch::time;
 
@@ -45,86 +48,96 @@ pub struct SpawnOptions {
 }
 
 /// Creates a thread running `f`, placed by the core's fork placement
-/// (`select_task_rq` with SD_BALANCE_FORK) unless pinned.
+/// (`select_task_rq` with SD_BALANCE_FORK) unless pinned. Panics with a
+/// clear message past `SchedConfig::max_tasks` live threads.
 pub fn spawn(opts: SpawnOptions, f: impl FnOnce() + Send + 'static) -> JoinHandle {
     let body: Box<dyn FnOnce() + Send> = Box::new(f);
-    let (mut g, cpu) = lock_here();
-    let now = time::now_ns();
-    let ks = g.as_mut().expect("scheduler not initialised");
-    let id = ks.free_ids.pop().unwrap_or_else(|| {
-        ks.slots.push(None);
-        ks.slots.len() - 1
+    let task = on_this_cpu(|_| core().reserve_task()).unwrap_or_else(|| {
+        panic!(
+            "spawn: more than {} threads alive (SchedConfig::max_tasks)",
+            core().shared.cfg.max_tasks
+        )
     });
-    let thread = Arc::new(Thread::new(
-        id,
-        opts.name,
-        opts.nice,
-        opts.pinned,
-        body,
-        thread_start,
-    ));
-    let parent = ks.core.current(cpu);
-    let res = match opts.pinned {
-        Some(c) => ks
-            .core
-            .wake_up_new_task_bound(parent, c, opts.nice, TaskPolicy::Normal, now),
-        None => ks
-            .core
-            .wake_up_new_task(parent, cpu, opts.nice, TaskPolicy::Normal, now),
+    let thread = {
+        let mut table = THREADS.lock();
+        let id = table.free_ids.pop().unwrap_or_else(|| {
+            table.slots.push(None);
+            table.slots.len() - 1
+        });
+        let thread = Arc::new(Thread::new(
+            id,
+            opts.name,
+            opts.nice,
+            opts.pinned,
+            task,
+            body,
+            thread_start,
+        ));
+        table.slots[id] = Some(thread.clone());
+        table.created += 1;
+        thread
     };
-    let t = res.task.0 as usize;
-    if ks.thread_of_task.len() <= t {
-        ks.thread_of_task.resize(t + 1, None);
-    }
-    ks.thread_of_task[t] = Some(id);
-    ks.slots[id] = Some(Slot {
-        thread: thread.clone(),
-        task: res.task,
-        state: ThreadState::Runnable,
-        wake_pending: false,
-    });
-    ks.created += 1;
-    let local = res.resched.contains(&cpu);
+    set_task_thread(task, Some(thread.clone()));
+    let was_on = x86_64::instructions::interrupts::are_enabled();
+    x86_64::instructions::interrupts::disable();
+    let cpu = this_cpu();
+    let now = time::now_ns();
+    let parent = core().current(cpu);
+    let start = opts.pinned.map_or(Start::Fork, Start::Bound);
+    let res = core().start_task(task, parent, cpu, start, opts.nice, TaskPolicy::Normal, now);
     // IPIs go out before interrupts come back, so `cpu` is still this CPU.
-    let irq_was_on = g.unlock_keep_irqs_off();
     send_ipis(&res.resched, cpu);
-    if irq_was_on {
+    if was_on {
         x86_64::instructions::interrupts::enable();
     }
-    if local {
+    if res.resched.contains(&cpu) {
         preempt_point();
     }
     JoinHandle { thread }
 }
 
-/// Reschedules if the core asked this CPU to (thread context, interrupts on).
+/// Reschedules if the core asked this CPU to (thread or interrupt context).
 pub fn preempt_point() {
-    let (g, cpu) = lock_here();
-    let need = g.as_ref().is_some_and(|ks| ks.core.need_resched(cpu));
-    if need {
-        switch_locked(g, cpu);
+    let was_on = x86_64::instructions::interrupts::are_enabled();
+    x86_64::instructions::interrupts::disable();
+    let cpu = this_cpu();
+    if core().need_resched(cpu) {
+        schedule_irqs_off(cpu);
+    }
+    if was_on {
+        x86_64::instructions::interrupts::enable();
     }
 }
 
 /// Gives the CPU to another runnable thread, if the policy prefers one.
 pub fn yield_now() {
-    let (g, cpu) = lock_here();
-    switch_locked(g, cpu);
+    reschedule();
 }
 
 /// Blocks the current thread until a wakeup (returns at once if a wakeup
 /// arrived since it last blocked). Callers re-check their condition.
 pub fn block() {
-    let (mut g, cpu) = lock_here();
-    let ks = g.as_mut().expect("scheduler not initialised");
-    let id = ks.current_id(cpu).expect("block() outside a thread");
-    let slot = ks.slot(id);
-    if core::mem::take(&mut slot.wake_pending) {
-        return;
+    let me = current().expect("block() outside a thread");
+    let was_on = x86_64::instructions::interrupts::are_enabled();
+    x86_64::instructions::interrupts::disable();
+    let cpu = this_cpu();
+    let sleeps = {
+        let mut w = me.wake.lock();
+        if core::mem::take(&mut w.wake_pending) {
+            false
+        } else {
+            w.state = ThreadState::Blocked;
+            core().block(cpu, time::now_ns());
+            true
+        }
+    };
+    drop(me);
+    if sleeps {
+        schedule_irqs_off(cpu);
     }
-    slot.state = ThreadState::Blocked;
-    ks.core.block(cpu, time::now_ns());
-    switch_locked(g, cpu);
+    if was_on {
+        x86_64::instructions::interrupts::enable();
+    }
 }
 
 /// Wakes `t`; `sync` = the waker is about to sleep (WF_SYNC). Preempts the
@@ -132,11 +145,10 @@ pub fn block() {
 /// has interrupts off (interrupt handlers, exit path).
 pub fn wake(t: &Arc<Thread>, sync: bool) {
     let may_preempt = x86_64::instructions::interrupts::are_enabled();
-    let (mut g, cpu) = lock_here();
-    let ks = g.as_mut().expect("scheduler not initialised");
-    let resched = ks.wake_locked(t, sync, cpu, time::now_ns());
+    x86_64::instructions::interrupts::disable();
+    let cpu = this_cpu();
+    let resched = wake_irqs_off(t, sync, cpu, time::now_ns());
     // IPIs go out before interrupts come back, so `cpu` is still this CPU.
-    g.unlock_keep_irqs_off();
     send_ipis(&resched, cpu);
     if may_preempt {
         x86_64::instructions::interrupts::enable();
@@ -150,7 +162,7 @@ pub fn wake(t: &Arc<Thread>, sync: bool) {
 pub fn sleep_ns(ns: u64) {
     let me = current().expect("sleep outside a thread");
     let deadline = time::now_ns() + ns;
-    with(|ks| ks.sleepers.push(Reverse((deadline, me.id))));
+    on_this_cpu(|cpu| add_sleeper(cpu, deadline, me));
     while time::now_ns() < deadline {
         block();
     }
@@ -162,18 +174,21 @@ pub fn sleep_ns(ns: u64) {
 pub fn exit() -> ! {
     x86_64::instructions::interrupts::disable();
     let me = current().expect("exit() outside a thread");
-    let (mut g, cpu) = lock_here();
-    let ks = g.as_mut().expect("scheduler not initialised");
-    let task = ks.core.exit(cpu, time::now_ns());
-    ks.thread_of_task[task.0 as usize] = None;
-    drop(ks.slots[me.id].take());
-    ks.free_ids.push(me.id);
-    ks.exited += 1;
+    // From here wakeups are ignored: the task id is freed at the switch below
+    // and may then name another thread's task.
+    me.wake.lock().state = ThreadState::Exited;
+    let cpu = this_cpu();
+    let task = core().exit(cpu, time::now_ns());
+    set_task_thread(task, None);
+    {
+        let mut table = THREADS.lock();
+        table.slots[me.id] = None;
+        table.free_ids.push(me.id);
+        table.exited += 1;
+    }
     me.exited.store(true, Ordering::Release);
-    drop(g);
     me.exit_wq.wake_all(false);
     drop(me);
-    let (g, cpu) = lock_here();
-    switch_locked(g, cpu);
+    schedule_irqs_off(this_cpu());
     unreachable!("an exited thread was scheduled again")
 }

@@ -1,22 +1,29 @@
-//! The kernel side of scheduling: runs the pure `sched` core under one
-//! interrupt-safe lock and carries out its decisions (context switch,
-//! reschedule IPIs), keeps the thread table, sleepers and per-CPU state.
+//! The kernel side of scheduling: runs the pure `sched` core on every CPU at
+//! once and carries out its decisions (context switch, reschedule IPIs),
+//! keeps the thread table, the per-CPU sleeper timers and per-CPU state.
 //!
-//! Locking: one global scheduler lock (`SCHED`) protects the core and the
-//! thread table. A CPU decides under the lock, releases it, then switches
-//! with interrupts still off. A thread's `on_cpu` flag stays set until the
-//! CPU that ran it has saved its context; `switch_context` releases the old
-//! context before it acquires the new one (Linux's `p->on_cpu` handshake),
-//! so a thread woken or migrated to another CPU mid-switch never runs twice
-//! and two CPUs swapping threads never wait on each other.
-//! Lock order: primitive state -> wait queue -> scheduler; nothing is ever
-//! taken while holding the scheduler lock except the per-CPU cells below.
+//! Locking: the core takes per-runqueue locks itself (a CPU's own, plus a
+//! second one in CPU order to move a task; see `kernel/sched/src/core.rs`);
+//! the kernel only keeps interrupts off for the duration of every core call
+//! and reads the CPU number after disabling them. Around the core:
+//! - a thread's wakeup state (`Thread::wake`, Linux's `p->pi_lock`) is taken
+//!   before any runqueue lock, by the thread going to sleep and by wakers;
+//! - `TASK_THREAD[task]` maps a core task to its thread (per-task locks);
+//! - `THREADS` (the thread table) is taken only to create, reap or list;
+//! - each CPU's sleepers and current/previous thread cells are its own.
+//!
+//! A CPU decides (core call), then switches with interrupts still off. A
+//! thread's `on_cpu` flag stays set until the CPU that ran it has saved its
+//! context; `switch_context` releases the old context before it acquires the
+//! new one (Linux's `p->on_cpu` handshake), so a thread woken or migrated to
+//! another CPU mid-switch never runs twice and two CPUs swapping threads
+//! never wait on each other.
 
 use alloc::collections::BinaryHeap;
 use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
-use core::cmp::Reverse;
+use core::cmp::{Ordering as CmpOrdering, Reverse};
 use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use sched::{DynPolicy, SchedConfig, SchedTopo, Scheduler, TaskId};
@@ -27,28 +34,45 @@ use super::switch::switch_context;
 use super::thread::{Thread, ThreadId, ThreadState};
 use crate::arch::{ipi, percpu, time};
 use crate::sync::IrqSpinLock;
-use crate::sync::spinlock::IrqGuard;
 
-/// Scheduler-side record of a live thread.
-pub(super) struct Slot {
-    pub(super) thread: Arc<Thread>,
-    pub(super) task: TaskId,
-    pub(super) state: ThreadState,
-    /// A wakeup arrived while the thread was not blocked yet.
-    pub(super) wake_pending: bool,
+/// The thread table: every live thread by id (for creation, reaping and
+/// reports; never touched on the scheduling fast paths).
+pub(super) struct ThreadTable {
+    pub(super) slots: Vec<Option<Arc<Thread>>>,
+    pub(super) free_ids: Vec<ThreadId>,
+    /// Threads created / exited so far.
+    pub(super) created: u64,
+    pub(super) exited: u64,
 }
 
-/// Everything under the scheduler lock.
-pub struct KernelSched {
-    /// The policy core, with the run's policy.
-    pub core: Scheduler<DynPolicy>,
-    pub(super) slots: Vec<Option<Slot>>,
-    pub(super) free_ids: Vec<ThreadId>,
-    pub(super) thread_of_task: Vec<Option<ThreadId>>,
-    pub(super) sleepers: BinaryHeap<Reverse<(u64, ThreadId)>>,
-    /// Threads created / exited so far.
-    pub created: u64,
-    pub exited: u64,
+pub(super) static THREADS: IrqSpinLock<ThreadTable> = IrqSpinLock::new(ThreadTable {
+    slots: Vec::new(),
+    free_ids: Vec::new(),
+    created: 0,
+    exited: 0,
+});
+
+/// A sleeping thread's timer.
+struct Sleeper {
+    deadline: u64,
+    thread: Arc<Thread>,
+}
+
+impl PartialEq for Sleeper {
+    fn eq(&self, o: &Self) -> bool {
+        self.cmp(o) == CmpOrdering::Equal
+    }
+}
+impl Eq for Sleeper {}
+impl PartialOrd for Sleeper {
+    fn partial_cmp(&self, o: &Self) -> Option<CmpOrdering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Sleeper {
+    fn cmp(&self, o: &Self) -> CmpOrdering {
+        (self.deadline, self.thread.id).cmp(&(o.deadline, o.thread.id))
+    }
 }
 
 /// Per-CPU scheduling state, touched by its own CPU with interrupts off
@@ -61,13 +85,18 @@ pub struct CpuSched {
     /// `on_cpu` of the idle context: set while this CPU runs its idle loop.
     idle_on_cpu: AtomicBool,
     prev: Mutex<Option<Arc<Thread>>>,
+    /// Threads sleeping until a deadline, woken by this CPU's tick.
+    sleepers: IrqSpinLock<BinaryHeap<Reverse<Sleeper>>>,
     /// Context switches done by this CPU.
     pub switches: AtomicU64,
     /// Threads that arrived here having last run on another CPU.
     pub migrations_in: AtomicU64,
 }
 
-pub(super) static SCHED: IrqSpinLock<Option<KernelSched>> = IrqSpinLock::new(None);
+static CORE: Once<Scheduler<DynPolicy>> = Once::new();
+/// The thread of each core task, indexed by task id.
+static TASK_THREAD: Once<Vec<IrqSpinLock<Option<Arc<Thread>>>>> = Once::new();
+static CPUS: Once<Vec<CpuSched>> = Once::new();
 /// Idle CPUs wait with MONITOR/MWAIT instead of HLT.
 static IDLE_MWAIT: AtomicBool = AtomicBool::new(false);
 
@@ -75,11 +104,15 @@ static IDLE_MWAIT: AtomicBool = AtomicBool::new(false);
 pub fn set_idle_mwait(on: bool) {
     IDLE_MWAIT.store(on, Ordering::Relaxed);
 }
-static CPUS: Once<Vec<CpuSched>> = Once::new();
 
 /// Per-CPU state of `cpu`.
 pub fn cpu_state(cpu: usize) -> &'static CpuSched {
     &CPUS.get().expect("scheduler not initialised")[cpu]
+}
+
+/// The scheduler core. Call it only with interrupts off.
+pub fn core() -> &'static Scheduler<DynPolicy> {
+    CORE.get().expect("scheduler not initialised")
 }
 
 /// Creates the scheduler for this machine.
@@ -92,55 +125,30 @@ pub fn init(topo: SchedTopo, cfg: SchedConfig, policy: DynPolicy, nr_cpus: usize
                 idle_rsp: AtomicU64::new(0),
                 idle_on_cpu: AtomicBool::new(true),
                 prev: Mutex::new(None),
+                sleepers: IrqSpinLock::new(BinaryHeap::new()),
                 switches: AtomicU64::new(0),
                 migrations_in: AtomicU64::new(0),
             })
             .collect()
     });
-    *SCHED.lock() = Some(KernelSched {
-        core: Scheduler::with_policy(topo, cfg, policy),
-        slots: Vec::new(),
-        free_ids: Vec::new(),
-        thread_of_task: Vec::new(),
-        sleepers: BinaryHeap::new(),
-        created: 0,
-        exited: 0,
-    });
+    TASK_THREAD.call_once(|| (0..cfg.max_tasks).map(|_| IrqSpinLock::new(None)).collect());
+    CORE.call_once(|| Scheduler::with_policy(topo, cfg, policy));
 }
 
-/// Runs `f` on the scheduler state under its lock (for reports and checks).
-pub fn with<R>(f: impl FnOnce(&mut KernelSched) -> R) -> R {
-    let mut g = SCHED.lock();
-    f(g.as_mut().expect("scheduler not initialised"))
-}
-
-/// Like [`with`], but gives up after `spins` attempts (for fault reports).
-pub fn try_with<R>(spins: usize, f: impl FnOnce(&mut KernelSched) -> R) -> Option<R> {
-    for _ in 0..spins {
-        if let Some(mut g) = SCHED.try_lock() {
-            return g.as_mut().map(f);
-        }
-        core::hint::spin_loop();
-    }
-    None
-}
-
-fn this_cpu() -> usize {
+pub(super) fn this_cpu() -> usize {
     percpu::cpu_index() as usize
 }
 
-/// Takes the scheduler lock and only then reads the CPU number: with
-/// interrupts on, a thread can be preempted and migrated between reading the
-/// CPU and locking, and would then act on the wrong CPU's state.
-pub(super) fn lock_here() -> (IrqGuard<'static, Option<KernelSched>>, usize) {
-    let g = SCHED.lock();
-    (g, this_cpu())
+/// Runs `f(cpu)` with interrupts off, `cpu` read after disabling them (a
+/// thread with interrupts on can be preempted and migrated between reading
+/// its CPU number and using it).
+pub(super) fn on_this_cpu<R>(f: impl FnOnce(usize) -> R) -> R {
+    x86_64::instructions::interrupts::without_interrupts(|| f(this_cpu()))
 }
 
 /// The running thread, if any (None on the idle context). Interrupts are
 /// off while the per-CPU cell is locked: a tick that switches threads takes
-/// the same cell, and must not find it held by the code it interrupted (nor
-/// may the thread migrate between reading the CPU number and locking).
+/// the same cell, and must not find it held by the code it interrupted.
 pub fn current() -> Option<Arc<Thread>> {
     x86_64::instructions::interrupts::without_interrupts(|| {
         CPUS.get()
@@ -148,96 +156,129 @@ pub fn current() -> Option<Arc<Thread>> {
     })
 }
 
-impl KernelSched {
-    pub(super) fn slot(&mut self, id: ThreadId) -> &mut Slot {
-        self.slots[id].as_mut().expect("thread slot is empty")
-    }
+/// Registers the thread of a (reserved) core task before it can run.
+pub(super) fn set_task_thread(task: TaskId, t: Option<Arc<Thread>>) {
+    let map = TASK_THREAD.get().expect("scheduler not initialised");
+    *map[task.0 as usize].lock() = t;
+}
 
-    pub(super) fn current_id(&self, cpu: usize) -> Option<ThreadId> {
-        let t = self.core.current(cpu)?;
-        self.thread_of_task.get(t.0 as usize).copied().flatten()
-    }
+fn thread_of(task: TaskId) -> Option<Arc<Thread>> {
+    TASK_THREAD.get()?.get(task.0 as usize)?.lock().clone()
+}
 
-    /// Name and id of what `cpu` runs, and its queued threads (for reports).
-    pub fn describe_cpu(&self, cpu: usize) -> (String, Vec<String>) {
-        let name_of = |t: TaskId| {
-            self.thread_of_task
-                .get(t.0 as usize)
-                .copied()
-                .flatten()
-                .and_then(|id| self.slots[id].as_ref())
-                .map_or(alloc::format!("task {}", t.0), |s| {
-                    alloc::format!("{} '{}'", s.thread.id, s.thread.name)
-                })
+/// Threads created and exited so far.
+pub fn thread_counts() -> (u64, u64) {
+    let t = THREADS.lock();
+    (t.created, t.exited)
+}
+
+/// The core's machine-wide statistics as JSON.
+pub fn stats_json() -> String {
+    let mut s = String::new();
+    let st = x86_64::instructions::interrupts::without_interrupts(|| core().stats());
+    let _ = st.write_json(&mut s);
+    s
+}
+
+/// Registers a sleeper on this CPU's timer heap.
+pub(super) fn add_sleeper(cpu: usize, deadline: u64, thread: Arc<Thread>) {
+    cpu_state(cpu)
+        .sleepers
+        .lock()
+        .push(Reverse(Sleeper { deadline, thread }));
+}
+
+/// One line per CPU for a fault report: what runs, need_resched, queued
+/// threads. Never waits: a CPU whose runqueue lock is taken is said so.
+pub fn describe_cpus(now: u64) -> Vec<String> {
+    let Some(core) = CORE.get() else {
+        return Vec::new();
+    };
+    let name_of = |t: TaskId| match TASK_THREAD
+        .get()
+        .and_then(|m| m.get(t.0 as usize))
+        .and_then(|l| l.try_lock())
+        .and_then(|g| g.clone())
+    {
+        Some(th) => alloc::format!("{} '{}'", th.id, th.name),
+        None => alloc::format!("task {}", t.0),
+    };
+    let mut lines = Vec::new();
+    for p in percpu::all() {
+        let c = p.cpu as usize;
+        let age = now.saturating_sub(p.last_tick_ns.load(Ordering::Relaxed)) / 1_000_000;
+        let Some(sc) = core.shared.try_lock(c) else {
+            lines.push(alloc::format!(
+                "CPU {c}: runqueue lock held (by a stuck CPU?); last tick {age} ms ago"
+            ));
+            continue;
         };
-        let curr = self.core.current(cpu).map_or(String::from("idle"), name_of);
-        let queued = self
-            .core
-            .core
-            .rq_tasks(cpu)
-            .filter(|&t| Some(t) != self.core.current(cpu))
+        let rq = &sc.rqs[c];
+        let curr = rq.curr.map_or(String::from("idle"), name_of);
+        let queued: Vec<String> = sc
+            .rq_tasks(c)
+            .filter(|&t| Some(t) != rq.curr)
             .map(name_of)
             .collect();
-        (curr, queued)
+        lines.push(alloc::format!(
+            "CPU {c}: running {curr}; need_resched {}; last tick {age} ms ago; {} queued: [{}]",
+            rq.need_resched,
+            queued.len(),
+            queued.join(", ")
+        ));
     }
+    lines
+}
 
-    /// One line per live thread (at most `limit`): id, name, state.
-    pub fn describe_threads(&self, limit: usize) -> Vec<String> {
-        let live = self.slots.iter().flatten();
-        let mut out: Vec<String> = live
-            .clone()
-            .take(limit)
-            .map(|s| {
-                let pending = if s.wake_pending {
+/// One line per live thread (at most `limit`): id, name, state. Never waits.
+pub fn describe_threads(limit: usize) -> Vec<String> {
+    let Some(table) = THREADS.try_lock() else {
+        return alloc::vec![String::from("(thread table locked)")];
+    };
+    let live = table.slots.iter().flatten();
+    let mut out: Vec<String> = live
+        .clone()
+        .take(limit)
+        .map(|t| {
+            let state = t.wake.try_lock().map_or(String::from("(locked)"), |w| {
+                let pending = if w.wake_pending {
                     " (wake pending)"
                 } else {
                     ""
                 };
-                let bound = s
-                    .thread
-                    .pinned
-                    .map_or(String::new(), |c| alloc::format!(", bound to CPU {c}"));
-                alloc::format!(
-                    "thread {} '{}' (nice {}{bound}): {:?}{pending}",
-                    s.thread.id,
-                    s.thread.name,
-                    s.thread.nice,
-                    s.state
-                )
-            })
-            .collect();
-        let n = live.count();
-        if n > limit {
-            out.push(alloc::format!("... and {} more threads", n - limit));
-        }
-        out
+                alloc::format!("{:?}{pending}", w.state)
+            });
+            let bound = t
+                .pinned
+                .map_or(String::new(), |c| alloc::format!(", bound to CPU {c}"));
+            alloc::format!(
+                "thread {} '{}' (nice {}{bound}): {state}",
+                t.id,
+                t.name,
+                t.nice
+            )
+        })
+        .collect();
+    let n = live.count();
+    if n > limit {
+        out.push(alloc::format!("... and {} more threads", n - limit));
     }
+    out
+}
 
-    /// Wakes `t` (if it is still the thread in its slot). Returns CPUs to IPI.
-    pub(super) fn wake_locked(
-        &mut self,
-        t: &Arc<Thread>,
-        sync: bool,
-        cpu: usize,
-        now: u64,
-    ) -> Vec<usize> {
-        let Some(Some(slot)) = self.slots.get_mut(t.id) else {
-            return Vec::new();
-        };
-        if !Arc::ptr_eq(&slot.thread, t) {
-            return Vec::new(); // exited and reaped; the id now names another thread
+/// Wakes `t` from `cpu` (interrupts off). Returns CPUs to IPI.
+pub(super) fn wake_irqs_off(t: &Arc<Thread>, sync: bool, cpu: usize, now: u64) -> Vec<usize> {
+    let mut w = t.wake.lock();
+    match w.state {
+        ThreadState::Blocked => {
+            w.state = ThreadState::Runnable;
+            core().wake_up(t.task, cpu, sync, now).resched
         }
-        match slot.state {
-            ThreadState::Blocked => {
-                slot.state = ThreadState::Runnable;
-                let task = slot.task;
-                self.core.wake_up(task, cpu, sync, now).resched
-            }
-            ThreadState::Runnable => {
-                slot.wake_pending = true;
-                Vec::new()
-            }
+        ThreadState::Runnable => {
+            w.wake_pending = true;
+            Vec::new()
         }
+        ThreadState::Exited => Vec::new(),
     }
 }
 
@@ -249,22 +290,20 @@ pub(super) fn send_ipis(cpus: &[usize], me: usize) {
     }
 }
 
-/// Decides what `cpu` runs next and switches to it. Called with the lock held
-/// (interrupts off); returns after this context runs again (maybe elsewhere).
-pub(super) fn switch_locked(mut g: IrqGuard<'_, Option<KernelSched>>, cpu: usize) {
-    let ks = g.as_mut().expect("scheduler not initialised");
-    let now = time::now_ns();
-    let sw = ks.core.schedule(cpu, now);
-    let next = sw.next.map(|t| {
-        let id = ks.thread_of_task[t.0 as usize].expect("picked a task with no thread");
-        ks.slot(id).thread.clone()
-    });
-    let irq_was_on = g.unlock_keep_irqs_off();
+/// Decides what `cpu` runs next and switches to it. Interrupts must be off;
+/// returns after this context runs again (maybe on another CPU: callers
+/// re-read the CPU number).
+pub(super) fn schedule_irqs_off(cpu: usize) {
     debug_assert!(
         !x86_64::instructions::interrupts::are_enabled(),
-        "switch with interrupts on"
+        "schedule with interrupts on"
     );
-    debug_assert_eq!(cpu, this_cpu(), "switch_locked for the wrong CPU");
+    debug_assert_eq!(cpu, this_cpu(), "schedule for the wrong CPU");
+    let now = time::now_ns();
+    let sw = core().schedule(cpu, now);
+    let next = sw
+        .next
+        .map(|t| thread_of(t).expect("picked a task with no thread"));
     send_ipis(&sw.resched, cpu);
     let cs = cpu_state(cpu);
     let prev = cs.current.lock().clone();
@@ -273,41 +312,50 @@ pub(super) fn switch_locked(mut g: IrqGuard<'_, Option<KernelSched>>, cpu: usize
         (None, None) => true,
         _ => false,
     };
-    if !same {
-        if let Some(n) = &next {
-            let last = n.last_cpu.swap(cpu as u32, Ordering::Relaxed);
-            if last != cpu as u32 && last != u32::MAX {
-                cs.migrations_in.fetch_add(1, Ordering::Relaxed);
-            }
-        }
-        if let Some(p) = &prev {
-            p.check_canary();
-        }
-        let (save, prev_on_cpu) = match &prev {
-            Some(p) => (p.rsp.as_ptr(), &p.on_cpu as *const AtomicBool),
-            None => (cs.idle_rsp.as_ptr(), &cs.idle_on_cpu as *const AtomicBool),
-        };
-        let (load, next_on_cpu) = match &next {
-            Some(n) => (n.rsp.as_ptr() as *const u64, &n.on_cpu as *const AtomicBool),
-            None => (
-                cs.idle_rsp.as_ptr() as *const u64,
-                &cs.idle_on_cpu as *const AtomicBool,
-            ),
-        };
-        cs.current_id
-            .store(next.as_ref().map_or(0, |n| n.id + 1), Ordering::Relaxed);
-        *cs.current.lock() = next;
-        *cs.prev.lock() = prev;
-        cs.switches.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: interrupts are off. `save`/`prev_on_cpu` belong to the
-        // context running now (a thread kept alive by `cs.prev`, or this CPU's
-        // idle context); `load`/`next_on_cpu` belong to a live thread (kept
-        // alive by `cs.current`) or to this CPU's idle context, whose rsp was
-        // stored by the switch that last left it, or by `initial_stack`.
-        unsafe { switch_context(save, prev_on_cpu, load, next_on_cpu) };
-        finish_switch();
+    if same {
+        return;
     }
-    if irq_was_on {
+    if let Some(n) = &next {
+        let last = n.last_cpu.swap(cpu as u32, Ordering::Relaxed);
+        if last != cpu as u32 && last != u32::MAX {
+            cs.migrations_in.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    if let Some(p) = &prev {
+        p.check_canary();
+    }
+    let (save, prev_on_cpu) = match &prev {
+        Some(p) => (p.rsp.as_ptr(), &p.on_cpu as *const AtomicBool),
+        None => (cs.idle_rsp.as_ptr(), &cs.idle_on_cpu as *const AtomicBool),
+    };
+    let (load, next_on_cpu) = match &next {
+        Some(n) => (n.rsp.as_ptr() as *const u64, &n.on_cpu as *const AtomicBool),
+        None => (
+            cs.idle_rsp.as_ptr() as *const u64,
+            &cs.idle_on_cpu as *const AtomicBool,
+        ),
+    };
+    cs.current_id
+        .store(next.as_ref().map_or(0, |n| n.id + 1), Ordering::Relaxed);
+    *cs.current.lock() = next;
+    *cs.prev.lock() = prev;
+    cs.switches.fetch_add(1, Ordering::Relaxed);
+    // SAFETY: interrupts are off. `save`/`prev_on_cpu` belong to the
+    // context running now (a thread kept alive by `cs.prev`, or this CPU's
+    // idle context); `load`/`next_on_cpu` belong to a live thread (kept
+    // alive by `cs.current`) or to this CPU's idle context, whose rsp was
+    // stored by the switch that last left it, or by `initial_stack`.
+    unsafe { switch_context(save, prev_on_cpu, load, next_on_cpu) };
+    finish_switch();
+}
+
+/// Reschedules this CPU from thread context (interrupts on or off), then
+/// restores the interrupt state.
+pub(super) fn reschedule() {
+    let was_on = x86_64::instructions::interrupts::are_enabled();
+    x86_64::instructions::interrupts::disable();
+    schedule_irqs_off(this_cpu());
+    if was_on {
         x86_64::instructions::interrupts::enable();
     }
 }
@@ -338,51 +386,37 @@ pub(super) extern "sysv64" fn thread_start() -> ! {
     exit()
 }
 
-/// Timer tick hook (interrupt context, after EOI): sleepers, the core's
-/// tick (PELT, preemption, periodic balance), then preemption if needed.
+/// Timer tick hook (interrupt context, after EOI): this CPU's expired
+/// sleepers, the core's tick (PELT, preemption, periodic balance), then
+/// preemption if needed.
 pub fn on_tick() {
+    if CORE.get().is_none() {
+        return;
+    }
     let cpu = this_cpu();
-    // An idle CPU does not queue behind busy ones just to account an idle
-    // tick: if the lock is taken, its scheduler work waits for the next tick
-    // (a light form of Linux's NO_HZ idle; wakeups still reach it by IPI).
-    let idle = CPUS
-        .get()
-        .is_some_and(|c| c[cpu].current_id.load(Ordering::Relaxed) == 0);
-    let mut g = if idle {
-        match SCHED.try_lock() {
-            Some(g) => g,
-            None => return,
-        }
-    } else {
-        SCHED.lock()
-    };
     let now = time::now_ns();
-    let Some(ks) = g.as_mut() else { return };
-    let mut resched = Vec::new();
-    while let Some(&Reverse((deadline, id))) = ks.sleepers.peek() {
-        if deadline > now {
-            break;
-        }
-        ks.sleepers.pop();
-        if let Some(Some(slot)) = ks.slots.get(id) {
-            let t = slot.thread.clone();
-            resched.extend(ks.wake_locked(&t, false, cpu, now));
+    let mut expired = Vec::new();
+    {
+        let mut heap = cpu_state(cpu).sleepers.lock();
+        while heap.peek().is_some_and(|s| s.0.deadline <= now) {
+            expired.extend(heap.pop().map(|s| s.0.thread));
         }
     }
-    resched.extend(ks.core.tick(cpu, now).resched);
-    let need = ks.core.need_resched(cpu);
-    if need {
-        send_ipis(&resched, cpu);
-        switch_locked(g, cpu);
-    } else {
-        drop(g);
-        send_ipis(&resched, cpu);
+    let mut resched = Vec::new();
+    for t in &expired {
+        resched.extend(wake_irqs_off(t, false, cpu, now));
+    }
+    let tick = core().tick(cpu, now);
+    resched.extend(tick.resched);
+    send_ipis(&resched, cpu);
+    if tick.need_resched || resched.contains(&cpu) {
+        schedule_irqs_off(cpu);
     }
 }
 
 /// Reschedule-IPI hook (interrupt context, after EOI).
 pub fn on_reschedule_ipi() {
-    if CPUS.get().is_some() {
+    if CORE.get().is_some() {
         preempt_point();
     }
 }
@@ -390,18 +424,16 @@ pub fn on_reschedule_ipi() {
 /// The idle loop of every CPU once the scheduler runs: pick work when asked,
 /// otherwise halt until the next interrupt.
 pub fn idle_loop() -> ! {
+    x86_64::instructions::interrupts::disable();
     let cpu = this_cpu();
     // Entering idle: let the core pick (and pull work by newly-idle balance).
-    let g = SCHED.lock();
-    switch_locked(g, cpu);
+    schedule_irqs_off(cpu);
     loop {
         x86_64::instructions::interrupts::disable();
-        let g = SCHED.lock();
-        if g.as_ref().is_some_and(|ks| ks.core.need_resched(cpu)) {
-            switch_locked(g, cpu);
+        if core().need_resched(cpu) {
+            schedule_irqs_off(cpu);
             continue;
         }
-        drop(g);
         // `sti; hlt` (or `sti; mwait`) is atomic: no wakeup IPI can slip in
         // between. MWAIT also ends on a write to the monitored per-CPU word.
         if IDLE_MWAIT.load(Ordering::Relaxed) {

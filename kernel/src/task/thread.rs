@@ -5,10 +5,12 @@ use alloc::boxed::Box;
 use alloc::string::String;
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
+use sched::TaskId;
 use spin::Mutex;
 
 use super::switch;
 use super::wait::WaitQueue;
+use crate::sync::IrqSpinLock;
 
 /// Kernel-side thread number (dense, reused after the thread is reaped).
 pub type ThreadId = usize;
@@ -19,13 +21,27 @@ pub const STACK_BYTES: usize = 64 * 1024;
 const CANARY: u64 = 0x5CED_1AB5_7ACC_0DE5;
 const CANARY_WORDS: usize = 4;
 
-/// Where a thread is in its life. Changed only under the scheduler lock.
+/// Where a thread is in its life, as its wakers see it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ThreadState {
     /// Queued or running.
     Runnable,
     /// Blocked in the scheduler core (waiting for a wakeup).
     Blocked,
+    /// Left the scheduler core: wakeups are ignored (its task id may
+    /// already name another thread's task).
+    Exited,
+}
+
+/// The wakeup state of a thread, under its own lock (Linux's `p->pi_lock`,
+/// taken before any runqueue lock): a waker and the thread going to sleep
+/// serialise here, so a wakeup is either seen by `block` (`wake_pending`)
+/// or finds the thread blocked and wakes it through the core.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WakeState {
+    pub state: ThreadState,
+    /// A wakeup arrived while the thread was not blocked yet.
+    pub wake_pending: bool,
 }
 
 /// One kernel thread.
@@ -35,6 +51,10 @@ pub struct Thread {
     pub nice: i32,
     /// CPU it is bound to, if any.
     pub pinned: Option<usize>,
+    /// Its task in the scheduler core.
+    pub task: TaskId,
+    /// Wakeup state (see [`WakeState`]).
+    pub wake: IrqSpinLock<WakeState>,
     /// Saved stack pointer while not running.
     pub rsp: AtomicU64,
     /// True while a CPU runs it: taken by `switch_context` before resuming
@@ -57,6 +77,7 @@ impl Thread {
         name: String,
         nice: i32,
         pinned: Option<usize>,
+        task: TaskId,
         entry: Box<dyn FnOnce() + Send>,
         start: extern "sysv64" fn() -> !,
     ) -> Thread {
@@ -68,6 +89,11 @@ impl Thread {
             name,
             nice,
             pinned,
+            task,
+            wake: IrqSpinLock::new(WakeState {
+                state: ThreadState::Runnable,
+                wake_pending: false,
+            }),
             rsp: AtomicU64::new(rsp),
             on_cpu: AtomicBool::new(false),
             last_cpu: AtomicU32::new(u32::MAX),

@@ -14,6 +14,17 @@ use crate::stats::MigrationReason;
 use crate::task::{Task, TaskId, TaskPolicy, TaskState};
 use alloc::vec::Vec;
 
+/// Where [`Scheduler::start_task`] puts a new task.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Start {
+    /// Fork placement (`select_task_rq` with SD_BALANCE_FORK).
+    Fork,
+    /// On this CPU, no placement decision; balanced normally later.
+    On(CpuId),
+    /// On this CPU for its whole life (`kthread_bind`).
+    Bound(CpuId),
+}
+
 impl<P: SchedPolicy> Scheduler<P> {
     /// `wake_up_new_task()`: create a task forked on `this_cpu` by `parent`
     /// (None = created by the kernel itself), place it, queue it.
@@ -55,15 +66,39 @@ impl<P: SchedPolicy> Scheduler<P> {
         self.new_task(parent, cpu, Some(cpu), true, nice, tpolicy, now)
     }
 
-    /// Whether another task can be created (`cfg.max_tasks` not reached).
-    pub fn can_fork(&self) -> bool {
-        match self.shared.alloc_id() {
-            Some(id) => {
-                self.shared.release_id(id);
-                true
-            }
-            None => false,
-        }
+    /// Reserve the id of a task about to be created (so the caller can
+    /// publish its own bookkeeping under that id before the task becomes
+    /// runnable); None when `cfg.max_tasks` tasks are alive. Pass it to
+    /// [`Self::start_task`], or give it back with [`Self::unreserve_task`].
+    pub fn reserve_task(&self) -> Option<TaskId> {
+        self.shared.alloc_id()
+    }
+
+    /// Give back a reserved id that was never started.
+    pub fn unreserve_task(&self, p: TaskId) {
+        self.shared.release_id(p);
+    }
+
+    /// `wake_up_new_task()` for a reserved id: fork placement from
+    /// `this_cpu` ([`Start::Fork`]), or start on a given CPU, optionally
+    /// bound to it for life.
+    #[allow(clippy::too_many_arguments)]
+    pub fn start_task(
+        &self,
+        p: TaskId,
+        parent: Option<TaskId>,
+        this_cpu: CpuId,
+        start: Start,
+        nice: i32,
+        tpolicy: TaskPolicy,
+        now: u64,
+    ) -> WakeupResult {
+        let (cpu, bind) = match start {
+            Start::Fork => (None, false),
+            Start::On(c) => (Some(c), false),
+            Start::Bound(c) => (Some(c), true),
+        };
+        self.start(p, parent, this_cpu, cpu, bind, nice, tpolicy, now)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -77,12 +112,27 @@ impl<P: SchedPolicy> Scheduler<P> {
         tpolicy: TaskPolicy,
         now: u64,
     ) -> WakeupResult {
-        let p = self.shared.alloc_id().unwrap_or_else(|| {
+        let p = self.reserve_task().unwrap_or_else(|| {
             panic!(
                 "more than {} tasks alive (SchedConfig::max_tasks)",
                 self.shared.cfg.max_tasks
             )
         });
+        self.start(p, parent, this_cpu, start, bind, nice, tpolicy, now)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn start(
+        &self,
+        p: TaskId,
+        parent: Option<TaskId>,
+        this_cpu: CpuId,
+        start: Option<CpuId>,
+        bind: bool,
+        nice: i32,
+        tpolicy: TaskPolicy,
+        now: u64,
+    ) -> WakeupResult {
         let mut core = self.shared.lock(this_cpu);
         let now = core.update_rq_clock(this_cpu, now);
         let mut task = Task::new(p, nice, tpolicy, this_cpu);

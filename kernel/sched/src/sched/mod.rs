@@ -10,6 +10,8 @@
 
 mod lifecycle;
 
+pub use lifecycle::Start;
+
 use crate::CpuId;
 use crate::config::SchedConfig;
 use crate::core::{Migration, SchedCore, Shared};
@@ -97,14 +99,17 @@ impl<P: SchedPolicy> Scheduler<P> {
         self.shared.stats()
     }
 
-    /// The task running on `cpu` (None = idle).
+    /// The task running on `cpu` (None = idle), as last published: exact
+    /// when read by `cpu` itself outside an operation.
     pub fn current(&self, cpu: CpuId) -> Option<TaskId> {
-        self.shared.lock(cpu).rqs[cpu].curr
+        self.shared.snapshot(cpu).curr
     }
 
-    /// Does `cpu` need to call `schedule()`?
+    /// Does `cpu` need to call `schedule()`? Lock-free, like testing
+    /// TIF_NEED_RESCHED: whoever sets it publishes it before sending the
+    /// reschedule IPI.
     pub fn need_resched(&self, cpu: CpuId) -> bool {
-        self.shared.lock(cpu).rqs[cpu].need_resched
+        self.shared.snapshot(cpu).need_resched
     }
 
     /// A copy of the task's data (None if it is not alive).
@@ -142,6 +147,10 @@ impl<P: SchedPolicy> Scheduler<P> {
         let prev_slice = prev
             .and_then(|p| core.tasks.get(p))
             .map(|t| (t.se.prev_sum_exec_runtime, t.se.vprot));
+        // Whether prev stays runnable here. Only then is "next == prev" the
+        // same task continuing: once prev exited its id may be reused by a
+        // new task pulled in while a balance pass had this lock dropped.
+        let mut prev_requeued = false;
         if let Some(pv) = prev {
             let c = &mut core;
             entity::put_prev_entity(&mut c.rqs[cpu].cfs, &mut c.tasks, &cfg, pv, now);
@@ -150,6 +159,7 @@ impl<P: SchedPolicy> Scheduler<P> {
                 TaskState::Running => {
                     c.tasks[pv].state = TaskState::Runnable;
                     c.tasks[pv].wait_start = now.max(1);
+                    prev_requeued = true;
                 }
                 _ => {}
             }
@@ -184,7 +194,7 @@ impl<P: SchedPolicy> Scheduler<P> {
                 entity::set_next_entity(&mut c.rqs[cpu].cfs, &mut c.tasks, &cfg, n, now);
                 let t = &mut c.tasks[n];
                 t.state = TaskState::Running;
-                if let (true, Some((sum, vprot))) = (Some(n) == prev, prev_slice) {
+                if let (true, Some((sum, vprot))) = (prev_requeued && Some(n) == prev, prev_slice) {
                     t.se.prev_sum_exec_runtime = sum;
                     t.se.vprot = vprot;
                     t.wait_start = 0;
@@ -209,7 +219,7 @@ impl<P: SchedPolicy> Scheduler<P> {
                 }
             }
         }
-        if next != prev {
+        if next != prev || (next.is_some() && !prev_requeued) {
             c.stats.rq.nr_switches += 1;
         }
         match (prev.is_some(), next.is_some()) {
