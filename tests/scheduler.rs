@@ -1,7 +1,8 @@
 //! The scheduler running for real: the stress experiment's books balance on
 //! a small SMP machine (debug kernel, so the core's debug assertions run),
 //! the latency experiment measures every placement, and the watchdog catches
-//! a stuck CPU and a deadlock with a readable report.
+//! a stuck CPU and a deadlock with a readable report; threads keep their
+//! x87/SSE registers across preemption and migration (`fpu-check`).
 
 use std::time::Duration;
 
@@ -148,4 +149,32 @@ fn unknown_experiment_argument_is_a_clear_failure() {
             .contains("no argument 'roundz'"),
         "{e}"
     );
+}
+
+#[test]
+fn fpu_state_survives_preemption_and_migration() {
+    let mut b = Boot::new("fpu-check");
+    b.args = "threads:8,duration_ms:1000";
+    b.timeout = Duration::from_secs(180);
+    let r = b.expect(Outcome::Success);
+    let f = r.record("fpu").expect("fpu record");
+    assert_eq!(u(&f["threads"]), 8, "{f}");
+    let fpu_threads = u(&f["fpu_threads"]);
+    assert!(fpu_threads > 0 && u(&f["plain_threads"]) > 0, "{f}");
+    assert_eq!(u(&f["mismatches"]), 0, "{f}");
+    assert!(u(&f["checks"]) > 0, "{f}");
+    // Lazy detection: one #NM per FPU thread, none for the others.
+    assert_eq!(u(&f["nm_traps"]), fpu_threads, "{f}");
+    assert_eq!(u(&f["plain_marked"]), 0, "{f}");
+    assert_eq!(u(&f["fpu_unmarked"]), 0, "{f}");
+    // Eager save: one more save than restore per FPU thread (its exit).
+    assert_eq!(u(&f["fxsave"]), u(&f["fxrstor"]) + fpu_threads, "{f}");
+    // The registers really travelled: threads were checked on another CPU
+    // than before, and both CPUs saved and restored FPU state.
+    assert!(u(&f["cpu_changes"]) > 0, "{f}");
+    let per_cpu = f["per_cpu"].as_array().unwrap();
+    assert_eq!(per_cpu.len(), 2, "{f}");
+    for c in per_cpu {
+        assert!(u(&c["fxsave"]) > 0 && u(&c["fxrstor"]) > 0, "{c}");
+    }
 }

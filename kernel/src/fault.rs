@@ -97,6 +97,16 @@ pub fn exception_name(vector: u8) -> (&'static str, &'static str) {
 
 /// Reports an exception (vectors 0-31) and ends the run. Never returns.
 pub fn cpu_exception(f: &TrapFrame) -> ! {
+    report_exception(f, None)
+}
+
+/// Like [`cpu_exception`], for an exception a handler looked at and refused
+/// (e.g. #NM outside a thread), with the handler's `reason`.
+pub fn cpu_exception_because(f: &TrapFrame, reason: &str) -> ! {
+    report_exception(f, Some(reason))
+}
+
+fn report_exception(f: &TrapFrame, reason: Option<&str>) -> ! {
     if !claim_report() {
         cpu::halt_forever();
     }
@@ -110,6 +120,9 @@ pub fn cpu_exception(f: &TrapFrame) -> ! {
         "\n!!! CPU {cpu}: EXCEPTION {mnemonic} {name} (vector {vector}) error_code={:#x}",
         f.error_code
     );
+    if let Some(reason) = reason {
+        let _ = writeln!(w, "    {reason}");
+    }
     if let Some(cr2) = cr2 {
         let e = f.error_code;
         let _ = writeln!(
@@ -148,6 +161,11 @@ pub fn cpu_exception(f: &TrapFrame) -> ! {
     );
     if let Some(cr2) = cr2 {
         let _ = write!(w, ",\"cr2\":{cr2}");
+    }
+    if let Some(reason) = reason {
+        let _ = write!(w, ",\"reason\":\"");
+        let _ = write!(Escaper(&mut w), "{reason}");
+        let _ = write!(w, "\"");
     }
     let _ = writeln!(w, "}}");
     finish(ExitCode::Exception)

@@ -1,8 +1,9 @@
 //! schedlab: a bare-metal x86_64 kernel for scheduler-placement research.
 //!
 //! Boot flow (boot CPU): serial + logger -> heap -> GDT/TSS/IDT -> per-CPU
-//! block -> boot configuration (from the ramdisk) -> ACPI -> banner and `boot`
-//! record -> the configured experiment -> `exit` record -> QEMU exit status.
+//! block -> x87/SSE enabled (`arch/fpu.rs`) -> boot configuration (from the
+//! ramdisk) -> ACPI -> banner and `boot` record -> the configured experiment
+//! -> `exit` record -> QEMU exit status.
 //! See `docs/boot.md` for the whole picture and `docs/results.md` for records.
 
 #![no_std]
@@ -49,6 +50,9 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
     arch::idt::load();
     arch::percpu::install(0, arch::cpu::apic_id());
     arch::pic::disable();
+    if let Err(msg) = arch::fpu::init_this_cpu() {
+        fail("cpu", &msg);
+    }
 
     let cfg = match load_config(boot_info) {
         Ok(cfg) => cfg,

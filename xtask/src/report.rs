@@ -92,6 +92,9 @@ fn print_fault(result: &RunResult, f: &Value, kernel_elf: &Path) {
             if let Some(place) = symbolize::locate(kernel_elf, rip, offset) {
                 println!("       in {place}");
             }
+            if let Some(reason) = f.get("reason").and_then(|r| r.as_str()) {
+                println!("       {reason}");
+            }
         }
     }
 }

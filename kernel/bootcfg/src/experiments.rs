@@ -30,6 +30,11 @@ pub const EXPERIMENTS: &[ExperimentInfo] = &[
         test_only: false,
     },
     ExperimentInfo {
+        name: "fpu-check",
+        description: "threads keep x87/SSE registers across preemption, sleeps and migrations and check them; non-FPU threads alongside (args: threads, duration_ms)",
+        test_only: false,
+    },
+    ExperimentInfo {
         name: "test-panic",
         description: "panic deliberately (tests the panic path)",
         test_only: true,

@@ -4,6 +4,7 @@
 
 pub mod apic;
 pub mod cpu;
+pub mod fpu;
 pub mod gdt;
 pub mod idt;
 pub mod ipi;

@@ -2,9 +2,10 @@
 //!
 //! APs are started one after another through one trampoline page below 1 MiB
 //! (see `trampoline.rs`); each gets its logical number in MADT order, its own
-//! boot stack, GDT/TSS with IST stacks, the shared IDT, per-CPU data and its
-//! APIC, then reports online. An AP that does not report within the timeout
-//! is listed as failed by APIC id and the run goes on without it.
+//! boot stack, GDT/TSS with IST stacks, the shared IDT, per-CPU data, x87/SSE
+//! set up (`fpu.rs`) and its APIC, then reports online. An AP that does not
+//! report within the timeout is listed as failed by APIC id and the run goes
+//! on without it.
 
 use alloc::boxed::Box;
 use alloc::vec::Vec;
@@ -14,7 +15,7 @@ use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use x86_64::registers::control::{Cr0, Cr3, Cr4};
 use x86_64::registers::model_specific::Efer;
 
-use super::{apic, gdt, idt, percpu, time, trampoline};
+use super::{apic, fpu, gdt, idt, percpu, time, trampoline};
 use crate::mm::frames;
 
 /// Size of each AP's boot stack (which later runs its idle loop).
@@ -59,6 +60,9 @@ extern "sysv64" fn ap_rust_entry(boot: &'static ApBoot) -> ! {
         Efer::write_raw(boot.efer);
     }
     let me = percpu::install(boot.cpu, boot.apic_id);
+    if let Err(msg) = fpu::init_this_cpu() {
+        panic!("{msg}");
+    }
     gdt::init_this_cpu();
     idt::load();
     apic::init_this_cpu();

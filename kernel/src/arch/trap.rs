@@ -7,7 +7,7 @@
 
 use core::arch::global_asm;
 
-use super::{apic, ipi, pic, timer};
+use super::{apic, fpu, ipi, pic, timer};
 
 /// Distance between two entry stubs, in bytes.
 pub const STUB_STRIDE: usize = 16;
@@ -114,6 +114,11 @@ extern "sysv64" fn trap_dispatch(frame: &mut TrapFrame) {
     let vector = frame.vector as u8;
     match vector {
         2 if crate::watchdog::fired() => crate::watchdog::nmi_report(frame),
+        7 => {
+            if let Err(why) = fpu::device_not_available(frame) {
+                crate::fault::cpu_exception_because(frame, why)
+            }
+        }
         0..32 => crate::fault::cpu_exception(frame),
         apic::TIMER_VECTOR => {
             timer::handle_tick();

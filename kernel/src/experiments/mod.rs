@@ -4,6 +4,7 @@
 mod args;
 mod boot;
 mod faults;
+mod fpu;
 mod latency;
 mod stress;
 
@@ -18,6 +19,7 @@ pub fn run(name: &str, raw_args: &str, machine: &Machine) -> ExitCode {
     let result = match name {
         "stress" => stress::run(machine, &mut a),
         "latency" => latency::run(machine, &mut a),
+        "fpu-check" => fpu::run(machine, &mut a),
         _ => Ok(run_simple(name, machine)),
     };
     let result = result.and_then(|code| a.finish().map(|()| code));

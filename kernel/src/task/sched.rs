@@ -324,6 +324,7 @@ pub(super) fn schedule_irqs_off(cpu: usize) {
     if let Some(p) = &prev {
         p.check_canary();
     }
+    crate::arch::fpu::switch_out(prev.as_deref().map(|p| &p.fpu));
     let (save, prev_on_cpu) = match &prev {
         Some(p) => (p.rsp.as_ptr(), &p.on_cpu as *const AtomicBool),
         None => (cs.idle_rsp.as_ptr(), &cs.idle_on_cpu as *const AtomicBool),
@@ -346,6 +347,7 @@ pub(super) fn schedule_irqs_off(cpu: usize) {
     // alive by `cs.current`) or to this CPU's idle context, whose rsp was
     // stored by the switch that last left it, or by `initial_stack`.
     unsafe { switch_context(save, prev_on_cpu, load, next_on_cpu) };
+    crate::arch::fpu::switch_in();
     finish_switch();
 }
 

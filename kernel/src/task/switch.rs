@@ -4,8 +4,13 @@
 //! pops the new thread's registers. Everything else is caller-saved by the
 //! System V ABI. Always called with interrupts disabled.
 //!
-//! FPU/SSE: the kernel target (`x86_64-unknown-none`) is soft-float, so no
-//! thread ever holds x87/SSE state and none needs saving.
+//! FPU/SSE: the kernel target (`x86_64-unknown-none`) is soft-float, so
+//! compiled code holds no x87/SSE state and `switch_context` saves none.
+//! Threads that use the FPU through inline assembly are handled around it
+//! (`arch/fpu.rs`): `switch_locked` calls `fpu::switch_out` right before
+//! `switch_context` (fxsave while the old context is still ours, then
+//! CR0.TS set) and `fpu::switch_in` right after it on the resumed context
+//! (clts + fxrstor for an FPU thread).
 
 use core::arch::naked_asm;
 use core::sync::atomic::AtomicBool;

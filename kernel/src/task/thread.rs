@@ -1,5 +1,6 @@
 //! A kernel thread: its stack (with an overflow canary), its saved context,
-//! the closure it runs, and the flags the scheduler glue needs.
+//! its FPU/SSE state (if it uses the FPU), the closure it runs, and the flags
+//! the scheduler glue needs.
 
 use alloc::boxed::Box;
 use alloc::string::String;
@@ -10,6 +11,7 @@ use spin::Mutex;
 
 use super::switch;
 use super::wait::WaitQueue;
+use crate::arch::fpu::FpuState;
 use crate::sync::IrqSpinLock;
 
 /// Kernel-side thread number (dense, reused after the thread is reaped).
@@ -68,6 +70,8 @@ pub struct Thread {
     pub exited: AtomicBool,
     /// Joiners wait here.
     pub exit_wq: WaitQueue,
+    /// x87/SSE state, once the thread has used the FPU (`arch/fpu.rs`).
+    pub fpu: FpuState,
 }
 
 impl Thread {
@@ -101,6 +105,7 @@ impl Thread {
             entry: Mutex::new(Some(entry)),
             exited: AtomicBool::new(false),
             exit_wq: WaitQueue::new(),
+            fpu: FpuState::new(),
         }
     }
 
