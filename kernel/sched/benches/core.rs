@@ -5,6 +5,11 @@
 //!    pick measured in the same run.
 //! 2. `select_task_rq` cost on the 160-CPU machine (4 sockets x 20 cores x
 //!    2 threads, 4 nodes) for wakeups and forks.
+//! 3. One wake + block + schedule cycle of two tasks on one CPU (the core's
+//!    part of a pipe ping-pong), with its runqueue locking.
+//! 4. Scaling: host threads each driving their own CPU's ping-pong pair at
+//!    once through the per-runqueue locks, next to the same work serialised
+//!    by one global lock (what the kernel had before), in the same run.
 //!
 //! Run with `cargo bench -p sched`.
 
@@ -17,6 +22,7 @@ use sched::placement::{WakeFlags, select_task_rq_fair};
 use sched::task::{Task, TaskArena, TaskId, TaskPolicy};
 use sched::{SchedTopo, Scheduler};
 use std::hint::black_box;
+use std::sync::Mutex;
 use std::time::Instant;
 use topology::SyntheticSpec;
 
@@ -145,6 +151,64 @@ fn bench_select(busy_every: usize, flags: WakeFlags, iters: usize) -> f64 {
     t0.elapsed().as_nanos() as f64 / iters as f64
 }
 
+/// One ping-pong step on `cpu`: curr wakes its partner (WF_SYNC), blocks,
+/// and the CPU schedules.
+fn cycle(s: &Scheduler, cpu: usize, pair: (TaskId, TaskId), now: u64) {
+    let cur = s.current(cpu).expect("a pair member runs");
+    let other = if cur == pair.0 { pair.1 } else { pair.0 };
+    s.wake_up(other, cpu, true, now);
+    s.block(cpu, now + 500);
+    s.schedule(cpu, now + 500);
+}
+
+/// A machine of `n` CPUs with a bound ping-pong pair running on each.
+fn pairs(n: usize) -> (Scheduler, Vec<(TaskId, TaskId)>) {
+    let topo = SchedTopo::synthetic(&SyntheticSpec::simple(1, n as u32, 1)).expect("topology");
+    let s = Scheduler::new(topo, SchedConfig::new(n, PickPolicy::Eevdf));
+    let p = (0..n)
+        .map(|cpu| {
+            let mk = || {
+                s.wake_up_new_task_bound(None, cpu, 0, TaskPolicy::Normal, 1000)
+                    .task
+            };
+            let pair = (mk(), mk());
+            s.schedule(cpu, 1000);
+            pair
+        })
+        .collect();
+    (s, p)
+}
+
+/// ns per ping-pong cycle on one CPU.
+fn bench_cycle(iters: u64) -> f64 {
+    let (s, p) = pairs(1);
+    let t0 = Instant::now();
+    for i in 0..iters {
+        cycle(&s, 0, p[0], 2000 + i * 1000);
+    }
+    t0.elapsed().as_nanos() as f64 / iters as f64
+}
+
+/// Cycles per second when `threads` host threads drive CPUs 0.. at once;
+/// `global` serialises every cycle behind one lock.
+fn bench_parallel(threads: usize, global: bool, iters: u64) -> f64 {
+    let (s, p) = pairs(threads);
+    let big_lock = Mutex::new(());
+    let t0 = Instant::now();
+    std::thread::scope(|sc| {
+        for (cpu, &pair) in p.iter().enumerate() {
+            let (s, big_lock) = (&s, &big_lock);
+            sc.spawn(move || {
+                for i in 0..iters {
+                    let _g = global.then(|| big_lock.lock().unwrap());
+                    cycle(s, cpu, pair, 2000 + i * 1000);
+                }
+            });
+        }
+    });
+    (threads as u64 * iters) as f64 / t0.elapsed().as_secs_f64()
+}
+
 fn main() {
     println!("runqueue: ns per enqueue+pick+dequeue with N entities queued");
     println!(
@@ -168,5 +232,25 @@ fn main() {
         let w = bench_select(every, WakeFlags::TTWU, 200_000);
         let f = bench_select(every, WakeFlags::FORK, 20_000);
         println!("{label:>22} {w:>10.0} {f:>10.0}");
+    }
+    println!();
+    println!(
+        "wake + block + schedule on one CPU (runqueue locks included): {:.0} ns per cycle",
+        bench_cycle(200_000)
+    );
+    let hw = std::thread::available_parallelism().map_or(1, |n| n.get());
+    println!();
+    println!("ping-pong cycles per second, one host thread per CPU ({hw} host CPUs):");
+    println!(
+        "{:>8} {:>16} {:>16} {:>8}",
+        "threads", "per-rq locks", "one global lock", "ratio"
+    );
+    for t in [1usize, 2, 4] {
+        let per_rq = bench_parallel(t, false, 100_000);
+        let global = bench_parallel(t, true, 100_000);
+        println!(
+            "{t:>8} {per_rq:>16.0} {global:>16.0} {:>8.2}",
+            per_rq / global
+        );
     }
 }

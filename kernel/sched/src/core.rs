@@ -34,7 +34,7 @@ use crate::task::{Task, TaskArena, TaskId, TaskState, Tasks};
 use crate::topo::SchedTopo;
 use alloc::vec::Vec;
 use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
-use core::sync::atomic::{AtomicBool, AtomicU32};
+use core::sync::atomic::{AtomicBool, AtomicU64};
 use spin::mutex::{SpinMutex, SpinMutexGuard};
 
 /// A test-and-set spin lock (ticket locks collapse when vCPUs are
@@ -65,6 +65,11 @@ fn lock_or_report<'a, T>(l: &'a Lock<T>, _what: &str) -> Guard<'a, T> {
     l.lock()
 }
 
+/// A task directory word: CPU in the high half, arena slot in the low.
+fn loc(cpu: u32, slot: usize) -> u64 {
+    (u64::from(cpu) << 32) | slot as u64
+}
+
 /// Directory value of a task id that names no task.
 const NO_CPU: u32 = u32::MAX;
 /// Directory value of a task being woken (owned by its waker for a moment).
@@ -93,8 +98,10 @@ pub struct Shared {
     snap: Vec<RqSnap>,
     /// Per-LLC shared state, indexed by `sd_llc_id`.
     pub llc: Vec<LlcShared>,
-    /// `task_cpu(p)` of every live task (`NO_CPU` for a free id).
-    task_cpu: Vec<AtomicU32>,
+    /// Where every task id lives: `task_cpu(p)` in the high half (`NO_CPU`
+    /// for a free id, `IN_TRANSIT` while woken), its slot in that
+    /// runqueue's arena in the low half (meaningful under that lock).
+    task_loc: Vec<AtomicU64>,
     ids: Lock<IdAlloc>,
 }
 
@@ -126,7 +133,9 @@ impl Shared {
             removed_pending: (0..n).map(|_| AtomicBool::new(false)).collect(),
             snap,
             llc: (0..n).map(|c| LlcShared::new(topo.llc_size[c])).collect(),
-            task_cpu: (0..cfg.max_tasks).map(|_| AtomicU32::new(NO_CPU)).collect(),
+            task_loc: (0..cfg.max_tasks)
+                .map(|_| AtomicU64::new(loc(NO_CPU, 0)))
+                .collect(),
             ids: Lock::new(IdAlloc::default()),
             cfg,
             topo,
@@ -164,6 +173,7 @@ impl Shared {
                 shared: self,
                 held: Small::default(),
                 transit: None,
+                loc: &self.task_loc,
             },
             stats,
             resched: Vec::new(),
@@ -205,7 +215,7 @@ impl Shared {
     /// The CPU whose runqueue `p` is homed on, if `p` is alive and not in
     /// transit.
     pub fn task_cpu(&self, p: TaskId) -> Option<CpuId> {
-        match self.task_cpu.get(p.0 as usize)?.load(Relaxed) {
+        match (self.task_loc.get(p.0 as usize)?.load(Relaxed) >> 32) as u32 {
             NO_CPU | IN_TRANSIT => None,
             c => Some(c as CpuId),
         }
@@ -216,7 +226,7 @@ impl Shared {
     /// transit). None if `p` is not alive.
     pub fn lock_task(&self, p: TaskId, acting_cpu: CpuId) -> Option<SchedCore<'_>> {
         loop {
-            let cpu = match self.task_cpu.get(p.0 as usize)?.load(Relaxed) {
+            let cpu = match (self.task_loc.get(p.0 as usize)?.load(Relaxed) >> 32) as u32 {
                 NO_CPU => return None,
                 IN_TRANSIT => {
                     core::hint::spin_loop();
@@ -226,10 +236,15 @@ impl Shared {
             };
             let mut c = self.context(acting_cpu);
             c.lock_also(cpu);
-            if self.task_cpu[p.0 as usize].load(Relaxed) == cpu as u32 {
+            if self.task_cpu(p) == Some(cpu) {
                 return Some(c);
             }
         }
+    }
+
+    /// The published snapshot of `cpu`, to read single fields.
+    pub fn snap(&self, cpu: CpuId) -> &RqSnap {
+        &self.snap[cpu]
     }
 
     /// The last published state of `cpu` (no lock).
@@ -256,7 +271,7 @@ impl Shared {
     }
 
     fn free_id(&self, p: TaskId) {
-        self.task_cpu[p.0 as usize].store(NO_CPU, Relaxed);
+        self.task_loc[p.0 as usize].store(loc(NO_CPU, 0), Relaxed);
         self.ids.lock().free.push(p.0);
     }
 }
@@ -267,6 +282,7 @@ pub struct RqSet<'a> {
 }
 
 impl RqSet<'_> {
+    #[inline]
     fn pos(&self, cpu: CpuId) -> Result<usize, usize> {
         self.held.search_by_key(&cpu, |(c, _)| *c)
     }
@@ -308,39 +324,71 @@ impl core::ops::IndexMut<CpuId> for RqSet<'_> {
 }
 
 /// The tasks an operation may touch: those homed on its held runqueues,
-/// plus tasks in transit (being woken, forked or moved) that it owns.
+/// plus the task in transit (being woken or forked) that it owns.
 pub struct TaskSet<'a> {
     shared: &'a Shared,
     held: Small<(CpuId, Guard<'a, TaskArena>)>,
     /// At most one task is in transit per operation.
     transit: Option<Task>,
+    /// The task directory (`Shared::task_loc`), one pointer closer.
+    loc: &'a [AtomicU64],
 }
 
 impl TaskSet<'_> {
-    fn arena_of(&self, id: TaskId) -> Option<usize> {
-        let cpu = self.shared.task_cpu(id)?;
-        self.held.search_by_key(&cpu, |(c, _)| *c).ok()
+    /// (index in `held`, slot) of a task homed on a held runqueue.
+    #[inline]
+    fn locate(&self, id: TaskId) -> Option<(usize, usize)> {
+        let v = self.loc.get(id.0 as usize)?.load(Relaxed);
+        let (cpu, slot) = ((v >> 32) as usize, v as u32 as usize);
+        // One runqueue held: the common case, no search.
+        if self.held.len() == 1 {
+            return (self.held.get(0)?.0 == cpu).then_some((0, slot));
+        }
+        let h = self.held.search_by_key(&cpu, |(c, _)| *c).ok()?;
+        Some((h, slot))
     }
 
-    fn arena(&mut self, i: usize) -> &mut TaskArena {
-        &mut self.held.get_mut(i).expect("held").1
+    fn arena(&mut self, h: usize) -> &mut TaskArena {
+        &mut self.held.get_mut(h).expect("held").1
     }
 
-    fn arena_on(&mut self, cpu: CpuId, what: &str) -> &mut TaskArena {
-        let i = self
-            .held
+    fn held_index(&self, cpu: CpuId, what: &str) -> usize {
+        self.held
             .search_by_key(&cpu, |(c, _)| *c)
-            .unwrap_or_else(|_| panic!("{what} runqueue {cpu}, which is not held"));
-        self.arena(i)
+            .unwrap_or_else(|_| panic!("{what} runqueue {cpu}, which is not held"))
+    }
+
+    /// Add `t` to the held runqueue `cpu`'s arena and point the directory
+    /// at it.
+    fn home(&mut self, mut t: Task, cpu: CpuId, what: &str) {
+        let h = self.held_index(cpu, what);
+        let id = t.id;
+        t.cpu = cpu;
+        let slot = self.arena(h).push(t);
+        self.shared.task_loc[id.0 as usize].store(loc(cpu as u32, slot), Relaxed);
+    }
+
+    /// Remove a task from its held arena (the directory entry of the task
+    /// that fills its slot is fixed up; its own is left to the caller).
+    fn unhome(&mut self, id: TaskId) -> Task {
+        let (h, slot) = self.locate(id).expect("task not reachable");
+        let (t, moved) = self.arena(h).swap_remove(slot);
+        assert_eq!(t.id, id, "task directory out of date");
+        if let Some(m) = moved {
+            let cpu = self.held.get(h).expect("held").0 as u32;
+            self.shared.task_loc[m.0 as usize].store(loc(cpu, slot), Relaxed);
+        }
+        t
     }
 
     /// The task, if this operation can reach it.
+    #[inline]
     pub fn get_mut(&mut self, id: TaskId) -> Option<&mut Task> {
         if self.transit.as_ref().is_some_and(|t| t.id == id) {
             return self.transit.as_mut();
         }
-        let a = self.arena_of(id)?;
-        self.arena(a).get_mut(id)
+        let (h, slot) = self.locate(id)?;
+        self.arena(h).at_mut(slot).filter(|t| t.id == id)
     }
 
     /// Tasks homed on the held runqueues and in transit.
@@ -352,12 +400,11 @@ impl TaskSet<'_> {
 
     /// Take a task homed on a held runqueue into transit (it leaves its
     /// runqueue's arena; it must not be queued).
-    pub fn take(&mut self, id: TaskId) -> Task {
-        let a = self.arena_of(id).expect("task not reachable");
-        let t = self.arena(a).remove(id).expect("task not in its arena");
+    pub fn take(&mut self, id: TaskId) {
+        let t = self.unhome(id);
         debug_assert!(!t.se.on_rq, "taking a queued task");
-        self.shared.task_cpu[id.0 as usize].store(IN_TRANSIT, Relaxed);
-        t
+        self.shared.task_loc[id.0 as usize].store(loc(IN_TRANSIT, 0), Relaxed);
+        self.push_transit(t);
     }
 
     /// Start owning a task in transit.
@@ -371,42 +418,38 @@ impl TaskSet<'_> {
         self.transit.as_ref().is_some_and(|t| t.id == id)
     }
 
-    /// Home a task in transit on `cpu` (held), which becomes its task_cpu.
+    /// Home the task in transit on `cpu` (held), which becomes its task_cpu.
     pub fn settle(&mut self, id: TaskId, cpu: CpuId) {
         assert!(self.in_transit(id), "task not in transit");
-        let mut t = self.transit.take().expect("in transit");
-        t.cpu = cpu;
-        self.arena_on(cpu, "settling on").insert(t);
-        self.shared.task_cpu[id.0 as usize].store(cpu as u32, Relaxed);
+        let t = self.transit.take().expect("in transit");
+        self.home(t, cpu, "settling on");
     }
 
-    /// Move a (dequeued) task between two held runqueues' arenas. The
-    /// directory goes straight from the old CPU to the new one, so a
-    /// concurrent `task_rq_lock` never finds the task missing.
+    /// Move a task between two held runqueues' arenas. The directory goes
+    /// straight from the old CPU to the new one, so a concurrent
+    /// `task_rq_lock` never finds the task missing.
     pub fn rehome(&mut self, id: TaskId, to: CpuId) {
-        let a = self.arena_of(id).expect("task not reachable");
-        let mut t = self.arena(a).remove(id).expect("task not in its arena");
-        t.cpu = to;
-        self.arena_on(to, "moving to").insert(t);
-        self.shared.task_cpu[id.0 as usize].store(to as u32, Relaxed);
+        let t = self.unhome(id);
+        self.home(t, to, "moving to");
     }
 
     /// Free a dead task homed on a held runqueue and release its id.
     pub fn free(&mut self, id: TaskId) {
-        if let Some(a) = self.arena_of(id) {
-            self.arena(a).remove(id);
+        if self.locate(id).is_some() {
+            self.unhome(id);
             self.shared.free_id(id);
         }
     }
 }
 
 impl Tasks for TaskSet<'_> {
+    #[inline]
     fn get(&self, id: TaskId) -> Option<&Task> {
         if let Some(t) = self.transit.as_ref().filter(|t| t.id == id) {
             return Some(t);
         }
-        let a = self.arena_of(id)?;
-        self.held.get(a)?.1.get(id)
+        let (h, slot) = self.locate(id)?;
+        self.held.get(h)?.1.at(slot).filter(|t| t.id == id)
     }
 }
 
@@ -519,7 +562,9 @@ impl<'a> SchedCore<'a> {
     ) {
         // Apply removals queued while this runqueue was not held.
         let sh = self.shared;
-        let r = if sh.removed_pending[cpu].swap(false, Acquire) {
+        let pending =
+            sh.removed_pending[cpu].load(Relaxed) && sh.removed_pending[cpu].swap(false, Acquire);
+        let r = if pending {
             core::mem::take(&mut *lock_or_report(&sh.removed[cpu], "removed"))
         } else {
             Removed::default()
@@ -559,27 +604,58 @@ impl<'a> SchedCore<'a> {
         }
     }
 
+    /// One field of any CPU: live if its runqueue is held, else from its
+    /// snapshot (a single atomic load: scans read many CPUs).
+    fn read<T>(
+        &self,
+        cpu: CpuId,
+        live: impl FnOnce(&Rq) -> T,
+        snap: impl FnOnce(&RqSnap) -> T,
+    ) -> T {
+        match self.rqs.get(cpu) {
+            Some(rq) => live(rq),
+            None => snap(&self.shared.snap[cpu]),
+        }
+    }
+
     /// `nr_running` of any CPU (live if held, else snapshot).
     pub fn nr_running(&self, cpu: CpuId) -> u32 {
-        match self.rqs.get(cpu) {
-            Some(rq) => rq.nr_running(),
-            None => self.shared.snap[cpu].read().nr_running,
-        }
+        self.read(cpu, |r| r.nr_running(), |s| s.nr_running.load(Relaxed))
     }
 
     /// `sched_idle_cpu()` of any CPU.
     pub fn sched_idle_cpu(&self, cpu: CpuId) -> bool {
-        self.view(cpu).is_sched_idle()
+        self.read(
+            cpu,
+            |r| r.is_sched_idle(),
+            |s| {
+                let n = s.nr_running.load(Relaxed);
+                n > 0 && n == s.nr_idle.load(Relaxed)
+            },
+        )
     }
 
     /// `idle_stamp` of any CPU.
     pub fn idle_stamp(&self, cpu: CpuId) -> u64 {
-        self.view(cpu).idle_stamp
+        self.read(cpu, |r| r.idle_stamp, |s| s.idle_stamp.load(Relaxed))
     }
 
     /// Pre-5.7 `runnable_load_avg` of any CPU.
     pub fn cpu_runnable_load(&self, cpu: CpuId) -> u64 {
-        self.view(cpu).runnable_load_avg
+        self.read(
+            cpu,
+            |r| r.cfs.avg.runnable_load_avg,
+            |s| s.runnable_load_avg.load(Relaxed),
+        )
+    }
+
+    /// cfs `min_vruntime` of any CPU.
+    pub fn min_vruntime(&self, cpu: CpuId) -> u64 {
+        self.read(
+            cpu,
+            |r| r.cfs.min_vruntime,
+            |s| s.min_vruntime.load(Relaxed),
+        )
     }
 
     /// Advance a CPU's clock (`update_rq_clock`); never goes backwards.
@@ -604,32 +680,43 @@ impl<'a> SchedCore<'a> {
 
     /// `idle_cpu()` / `available_idle_cpu()` (no vCPU preemption here).
     pub fn idle_cpu(&self, cpu: CpuId) -> bool {
-        match self.rqs.get(cpu) {
-            Some(rq) => rq.is_idle(),
-            None => self.shared.snap[cpu].read().is_idle(),
-        }
+        self.read(
+            cpu,
+            |r| r.is_idle(),
+            |s| s.curr_idle.load(Relaxed) && s.nr_running.load(Relaxed) == 0,
+        )
     }
 
     /// `available_idle_cpu() || sched_idle_cpu()`.
     pub fn idle_ish(&self, cpu: CpuId) -> bool {
-        let v = self.view(cpu);
-        v.is_idle() || v.is_sched_idle()
+        self.idle_cpu(cpu) || self.sched_idle_cpu(cpu)
     }
 
     /// `cpu_load()`: PELT load incl. blocked load (5.5+); with the
     /// RUNNABLE_LOAD switch the pre-5.7 `runnable_load_avg`.
     pub fn cpu_load(&self, cpu: CpuId) -> u64 {
-        let v = self.view(cpu);
         if self.cfg.features.has(Feat::RunnableLoad) {
-            v.runnable_load_avg
+            self.cpu_runnable_load(cpu)
         } else {
-            v.load_avg
+            self.cpu_load_avg(cpu)
         }
     }
 
     /// The blocked-inclusive load regardless of switches.
     pub fn cpu_load_avg(&self, cpu: CpuId) -> u64 {
-        self.view(cpu).load_avg
+        self.read(cpu, |r| r.cfs.avg.load_avg, |s| s.load_avg.load(Relaxed))
+    }
+
+    fn capacity_orig(&self, cpu: CpuId) -> u64 {
+        self.read(
+            cpu,
+            |r| r.cpu_capacity_orig,
+            |s| s.capacity_orig.load(Relaxed),
+        )
+    }
+
+    fn util_avg(&self, cpu: CpuId) -> u64 {
+        self.read(cpu, |r| r.cfs.avg.util_avg, |s| s.util_avg.load(Relaxed))
     }
 
     /// `task_h_load()` (no cgroups: the task's load_avg).
@@ -654,23 +741,25 @@ impl<'a> SchedCore<'a> {
 
     /// `cpu_util_cfs()`: util capped at capacity_orig.
     pub fn cpu_util(&self, cpu: CpuId) -> u64 {
-        let v = self.view(cpu);
-        v.util_avg.min(v.capacity_orig)
+        self.util_avg(cpu).min(self.capacity_orig(cpu))
     }
 
     /// `cpu_util_without(cpu, p)`.
     pub fn cpu_util_without(&self, cpu: CpuId, p: TaskId) -> u64 {
-        let v = self.view(cpu);
-        let mut u = v.util_avg;
+        let mut u = self.util_avg(cpu);
         if self.counts_on(cpu, p) {
             u = u.saturating_sub(self.tasks[p].se.avg.util_avg);
         }
-        u.min(v.capacity_orig)
+        u.min(self.capacity_orig(cpu))
     }
 
     /// `cpu_runnable()`.
     pub fn cpu_runnable(&self, cpu: CpuId) -> u64 {
-        self.view(cpu).runnable_avg
+        self.read(
+            cpu,
+            |r| r.cfs.avg.runnable_avg,
+            |s| s.runnable_avg.load(Relaxed),
+        )
     }
 
     /// `cpu_runnable_without(cpu, p)`.
@@ -685,7 +774,7 @@ impl<'a> SchedCore<'a> {
 
     /// `capacity_of()`.
     pub fn capacity_of(&self, cpu: CpuId) -> u64 {
-        self.view(cpu).capacity
+        self.read(cpu, |r| r.cpu_capacity, |s| s.capacity.load(Relaxed))
     }
 
     /// `enqueue_task_fair()`: queue `p` on `cpu` (it becomes Runnable).
@@ -694,6 +783,7 @@ impl<'a> SchedCore<'a> {
         if self.tasks.in_transit(p) {
             self.tasks.settle(p, cpu);
         }
+        debug_assert_eq!(self.shared.task_cpu(p), Some(cpu), "enqueue away from home");
         let rq = &mut self.rqs[cpu];
         entity::enqueue_entity(&mut rq.cfs, &mut self.tasks, &cfg, p, flags, now);
         let t = &mut self.tasks[p];
@@ -717,7 +807,7 @@ impl<'a> SchedCore<'a> {
     /// against the destination's min_vruntime.
     fn renormalize_vruntime(&mut self, p: TaskId, from: CpuId, to: CpuId) {
         if self.cfg.pick == PickPolicy::Cfs {
-            let (a, b) = (self.view(from).min_vruntime, self.view(to).min_vruntime);
+            let (a, b) = (self.min_vruntime(from), self.min_vruntime(to));
             let se = &mut self.tasks[p].se;
             se.vruntime = se.vruntime.wrapping_sub(a).wrapping_add(b);
         }
@@ -750,7 +840,11 @@ impl<'a> SchedCore<'a> {
     /// its (old) CPU's queue.
     pub fn remove_entity_load_avg(&mut self, p: TaskId) {
         let cpu = self.tasks[p].cpu;
-        let lut = self.view(cpu).last_update_time;
+        let lut = self.read(
+            cpu,
+            |r| r.cfs.avg.last_update_time,
+            |s| s.last_update_time.load(Relaxed),
+        );
         let t = &mut self.tasks[p];
         if t.se.avg.last_update_time == 0 {
             return;

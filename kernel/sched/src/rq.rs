@@ -241,20 +241,20 @@ impl LlcShared {
 #[derive(Debug, Default)]
 pub struct RqSnap {
     /// Task id + 1 of curr, 0 = idle.
-    curr: AtomicU32,
-    need_resched: AtomicBool,
-    nr_running: AtomicU32,
-    nr_idle: AtomicU32,
-    curr_idle: AtomicBool,
-    load_avg: AtomicU64,
-    runnable_load_avg: AtomicU64,
-    util_avg: AtomicU64,
-    runnable_avg: AtomicU64,
-    last_update_time: AtomicU64,
-    min_vruntime: AtomicU64,
-    idle_stamp: AtomicU64,
-    capacity: AtomicU64,
-    capacity_orig: AtomicU64,
+    pub(crate) curr: AtomicU32,
+    pub(crate) need_resched: AtomicBool,
+    pub(crate) nr_running: AtomicU32,
+    pub(crate) nr_idle: AtomicU32,
+    pub(crate) curr_idle: AtomicBool,
+    pub(crate) load_avg: AtomicU64,
+    pub(crate) runnable_load_avg: AtomicU64,
+    pub(crate) util_avg: AtomicU64,
+    pub(crate) runnable_avg: AtomicU64,
+    pub(crate) last_update_time: AtomicU64,
+    pub(crate) min_vruntime: AtomicU64,
+    pub(crate) idle_stamp: AtomicU64,
+    pub(crate) capacity: AtomicU64,
+    pub(crate) capacity_orig: AtomicU64,
 }
 
 /// A copy of a [`RqSnap`] (or of a locked runqueue's live values).

@@ -5,105 +5,123 @@
 use alloc::vec::Vec;
 
 /// Up to two items inline, more on the heap (only whole-machine contexts).
-pub(crate) enum Small<T> {
-    /// Zero to two items, in order, `[Some.., None..]`.
-    Inline([Option<T>; 2]),
-    /// Three or more.
-    Heap(Vec<T>),
+/// Items are in `inline[..len]` while `heap` is empty, else all in `heap`.
+pub(crate) struct Small<T> {
+    len: usize,
+    inline: [Option<T>; 2],
+    heap: Vec<T>,
 }
 
 impl<T> Default for Small<T> {
     fn default() -> Self {
-        Small::Inline([None, None])
+        Small {
+            len: 0,
+            inline: [None, None],
+            heap: Vec::new(),
+        }
     }
 }
 
 impl<T> Small<T> {
+    #[inline]
     pub(crate) fn len(&self) -> usize {
-        match self {
-            Small::Inline(a) => a.iter().filter(|x| x.is_some()).count(),
-            Small::Heap(v) => v.len(),
-        }
+        self.len
     }
 
+    #[inline]
     pub(crate) fn get(&self, i: usize) -> Option<&T> {
-        match self {
-            Small::Inline(a) => a.get(i).and_then(|x| x.as_ref()),
-            Small::Heap(v) => v.get(i),
+        if self.heap.is_empty() {
+            self.inline.get(i).and_then(|x| x.as_ref())
+        } else {
+            self.heap.get(i)
         }
     }
 
+    #[inline]
     pub(crate) fn get_mut(&mut self, i: usize) -> Option<&mut T> {
-        match self {
-            Small::Inline(a) => a.get_mut(i).and_then(|x| x.as_mut()),
-            Small::Heap(v) => v.get_mut(i),
+        if self.heap.is_empty() {
+            self.inline.get_mut(i).and_then(|x| x.as_mut())
+        } else {
+            self.heap.get_mut(i)
         }
     }
 
     /// Insert at `i` (0..=len), shifting later items.
     pub(crate) fn insert(&mut self, i: usize, x: T) {
-        let n = self.len();
-        assert!(i <= n, "insert past the end");
-        match self {
-            Small::Inline(a) if n < 2 => {
-                if i == 0 && n == 1 {
-                    a[1] = a[0].take();
-                }
-                a[i] = Some(x);
+        assert!(i <= self.len, "insert past the end");
+        if !self.heap.is_empty() {
+            self.heap.insert(i, x);
+        } else if self.len < 2 {
+            if i == 0 && self.len == 1 {
+                self.inline[1] = self.inline[0].take();
             }
-            Small::Inline(a) => {
-                let mut v: Vec<T> = Vec::with_capacity(4);
-                v.extend(a.iter_mut().filter_map(|x| x.take()));
-                v.insert(i, x);
-                *self = Small::Heap(v);
-            }
-            Small::Heap(v) => v.insert(i, x),
+            self.inline[i] = Some(x);
+        } else {
+            let mut v: Vec<T> = Vec::with_capacity(4);
+            v.extend(self.inline.iter_mut().filter_map(|x| x.take()));
+            v.insert(i, x);
+            self.heap = v;
         }
+        self.len += 1;
     }
 
     /// Remove item `i`, shifting later items.
     pub(crate) fn remove(&mut self, i: usize) -> T {
-        match self {
-            Small::Inline(a) => {
-                let x = a[i].take().expect("remove past the end");
-                if i == 0 {
-                    a[0] = a[1].take();
-                }
-                x
+        assert!(i < self.len, "remove past the end");
+        self.len -= 1;
+        if !self.heap.is_empty() {
+            let x = self.heap.remove(i);
+            if self.heap.is_empty() {
+                self.heap = Vec::new();
             }
-            Small::Heap(v) => v.remove(i),
+            return x;
         }
+        let x = self.inline[i].take().expect("in range");
+        if i == 0 {
+            self.inline[0] = self.inline[1].take();
+        }
+        x
     }
 
     /// Remove the last item.
     pub(crate) fn pop(&mut self) -> Option<T> {
-        match self.len() {
+        match self.len {
             0 => None,
             n => Some(self.remove(n - 1)),
         }
     }
 
     pub(crate) fn iter(&self) -> impl Iterator<Item = &T> {
-        let (a, v): (&[Option<T>], &[T]) = match self {
-            Small::Inline(a) => (a, &[]),
-            Small::Heap(v) => (&[], v),
+        let (a, v): (&[Option<T>], &[T]) = if self.heap.is_empty() {
+            (&self.inline, &[])
+        } else {
+            (&[], &self.heap)
         };
         a.iter().filter_map(|x| x.as_ref()).chain(v.iter())
     }
 
     /// Binary search by a key (items are kept sorted by their callers).
+    #[inline]
     pub(crate) fn search_by_key<K: Ord>(&self, k: &K, f: impl Fn(&T) -> K) -> Result<usize, usize> {
-        let n = self.len();
-        let (mut lo, mut hi) = (0, n);
-        while lo < hi {
-            let mid = (lo + hi) / 2;
-            match f(self.get(mid).expect("in range")).cmp(k) {
-                core::cmp::Ordering::Less => lo = mid + 1,
-                core::cmp::Ordering::Greater => hi = mid,
-                core::cmp::Ordering::Equal => return Ok(mid),
-            }
+        use core::cmp::Ordering::{Equal, Greater, Less};
+        if self.heap.is_empty() {
+            return match &self.inline {
+                [None, _] => Err(0),
+                [Some(a), b] => match f(a).cmp(k) {
+                    Equal => Ok(0),
+                    Greater => Err(0),
+                    Less => match b {
+                        None => Err(1),
+                        Some(b) => match f(b).cmp(k) {
+                            Equal => Ok(1),
+                            Greater => Err(1),
+                            Less => Err(2),
+                        },
+                    },
+                },
+            };
         }
-        Err(lo)
+        self.heap.binary_search_by(|x| f(x).cmp(k))
     }
 }
 

@@ -10,7 +10,7 @@
 use crate::CpuId;
 use crate::pelt::SchedAvg;
 use crate::weight::{LoadWeight, WEIGHT_IDLEPRIO};
-use alloc::collections::BTreeMap;
+use alloc::vec::Vec;
 
 /// Index of a task in the [`TaskArena`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -175,10 +175,14 @@ pub trait Tasks: core::ops::Index<TaskId, Output = Task> + core::ops::IndexMut<T
 }
 
 /// The tasks homed on one runqueue (queued, running, or asleep with this
-/// as `task_cpu`), keyed by id. Protected by that runqueue's lock.
+/// as `task_cpu`), densely stored: the scheduler finds a task's slot through
+/// its machine-wide directory ([`crate::core::Shared`]), so lookups are O(1)
+/// and moving tasks allocates nothing once the vector has grown. Standalone
+/// lookups by id (host tests of the fair class) scan. Protected by that
+/// runqueue's lock.
 #[derive(Clone, Debug, Default)]
 pub struct TaskArena {
-    map: BTreeMap<TaskId, Task>,
+    tasks: Vec<Task>,
 }
 
 impl TaskArena {
@@ -186,57 +190,72 @@ impl TaskArena {
     /// the fair class; the scheduler allocates ids machine-wide).
     pub fn alloc(&mut self, make: impl FnOnce(TaskId) -> Task) -> TaskId {
         let mut next = 0u32;
-        for id in self.map.keys() {
-            if id.0 != next {
-                break;
-            }
+        while self.tasks.iter().any(|t| t.id.0 == next) {
             next += 1;
         }
         let id = TaskId(next);
-        self.map.insert(id, make(id));
+        self.tasks.push(make(id));
         id
     }
 
-    /// Remove a task (freed, or leaving for another runqueue).
+    /// Remove a task by id (scan).
     pub fn remove(&mut self, id: TaskId) -> Option<Task> {
-        self.map.remove(&id)
+        let i = self.tasks.iter().position(|t| t.id == id)?;
+        Some(self.tasks.swap_remove(i))
     }
 
-    /// Add a task arriving on this runqueue.
-    pub fn insert(&mut self, t: Task) {
-        let prev = self.map.insert(t.id, t);
-        debug_assert!(prev.is_none(), "task inserted twice");
+    /// Add a task; returns its slot.
+    pub fn push(&mut self, t: Task) -> usize {
+        self.tasks.push(t);
+        self.tasks.len() - 1
     }
 
-    /// The task, if present.
+    /// Remove the task in `slot`; the last task moves into `slot`, and its
+    /// id is returned so the caller can update its directory entry.
+    pub fn swap_remove(&mut self, slot: usize) -> (Task, Option<TaskId>) {
+        let t = self.tasks.swap_remove(slot);
+        (t, self.tasks.get(slot).map(|m| m.id))
+    }
+
+    /// The task in `slot`.
+    pub fn at(&self, slot: usize) -> Option<&Task> {
+        self.tasks.get(slot)
+    }
+
+    /// The task in `slot`, mutable.
+    pub fn at_mut(&mut self, slot: usize) -> Option<&mut Task> {
+        self.tasks.get_mut(slot)
+    }
+
+    /// The task, if present (scan).
     pub fn get(&self, id: TaskId) -> Option<&Task> {
-        self.map.get(&id)
+        self.tasks.iter().find(|t| t.id == id)
     }
 
-    /// Mutable access, if present.
+    /// Mutable access, if present (scan).
     pub fn get_mut(&mut self, id: TaskId) -> Option<&mut Task> {
-        self.map.get_mut(&id)
+        self.tasks.iter_mut().find(|t| t.id == id)
     }
 
-    /// Tasks in id order.
+    /// The tasks, in slot order.
     pub fn iter(&self) -> impl Iterator<Item = &Task> {
-        self.map.values()
+        self.tasks.iter()
     }
 
     /// Number of tasks.
     pub fn len(&self) -> usize {
-        self.map.len()
+        self.tasks.len()
     }
 
     /// No tasks.
     pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
+        self.tasks.is_empty()
     }
 }
 
 impl Tasks for TaskArena {
     fn get(&self, id: TaskId) -> Option<&Task> {
-        self.map.get(&id)
+        TaskArena::get(self, id)
     }
 }
 

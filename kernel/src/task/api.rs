@@ -12,7 +12,7 @@ use sched::{Start, TaskPolicy};
 
 use super::sched::{
     THREADS, add_sleeper, core, current, on_this_cpu, reschedule, schedule_irqs_off, send_ipis,
-    set_task_thread, this_cpu, thread_start, wake_irqs_off,
+    set_task_thread, switch_to, this_cpu, thread_start, wake_irqs_off,
 };
 use super::thread::{Thread, ThreadState};
 use crate::arch::time;
@@ -121,19 +121,21 @@ pub fn block() {
     let was_on = x86_64::instructions::interrupts::are_enabled();
     x86_64::instructions::interrupts::disable();
     let cpu = this_cpu();
-    let sleeps = {
+    // The core blocks the task under the thread's wake lock, so a waker
+    // either finds it runnable (and leaves a pending wakeup) or blocked in
+    // the core; one runqueue-lock acquisition blocks and picks the next.
+    let switch = {
         let mut w = me.wake.lock();
         if core::mem::take(&mut w.wake_pending) {
-            false
+            None
         } else {
             w.state = ThreadState::Blocked;
-            core().block(cpu, time::now_ns());
-            true
+            Some(core().block_and_schedule(cpu, time::now_ns()).1)
         }
     };
     drop(me);
-    if sleeps {
-        schedule_irqs_off(cpu);
+    if let Some(sw) = switch {
+        switch_to(cpu, sw);
     }
     if was_on {
         x86_64::instructions::interrupts::enable();

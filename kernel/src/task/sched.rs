@@ -294,13 +294,17 @@ pub(super) fn send_ipis(cpus: &[usize], me: usize) {
 /// returns after this context runs again (maybe on another CPU: callers
 /// re-read the CPU number).
 pub(super) fn schedule_irqs_off(cpu: usize) {
+    switch_to(cpu, core().schedule(cpu, time::now_ns()));
+}
+
+/// Carries out a `schedule()` decision of this CPU: reschedule IPIs, then
+/// the context switch (interrupts off).
+pub(super) fn switch_to(cpu: usize, sw: sched::Switch) {
     debug_assert!(
         !x86_64::instructions::interrupts::are_enabled(),
         "schedule with interrupts on"
     );
     debug_assert_eq!(cpu, this_cpu(), "schedule for the wrong CPU");
-    let now = time::now_ns();
-    let sw = core().schedule(cpu, now);
     let next = sw
         .next
         .map(|t| thread_of(t).expect("picked a task with no thread"));

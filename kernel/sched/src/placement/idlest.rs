@@ -46,10 +46,18 @@ pub fn update_sg_wakeup_stats(
     p: TaskId,
 ) -> SgWakeupStats {
     let mut s = SgWakeupStats::default();
+    // Only p's own CPU can still count p's contribution.
+    let home = core.tasks[p].cpu;
     for cpu in span.iter() {
-        s.group_load += core.cpu_load_without(cpu, p);
-        s.group_util += core.cpu_util_without(cpu, p);
-        s.group_runnable += core.cpu_runnable_without(cpu, p);
+        if cpu == home {
+            s.group_load += core.cpu_load_without(cpu, p);
+            s.group_util += core.cpu_util_without(cpu, p);
+            s.group_runnable += core.cpu_runnable_without(cpu, p);
+        } else {
+            s.group_load += core.cpu_load(cpu);
+            s.group_util += core.cpu_util(cpu);
+            s.group_runnable += core.cpu_runnable(cpu);
+        }
         let nr = core.nr_running(cpu);
         s.sum_nr_running += nr;
         if nr == 0 && core.idle_cpu(cpu) {

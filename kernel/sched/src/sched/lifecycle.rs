@@ -178,7 +178,7 @@ impl<P: SchedPolicy> Scheduler<P> {
             let d = core.topo.distance(this_cpu, cpu);
             core.stats.migrations.record(MigrationReason::Fork, d);
             if core.cfg.pick == PickPolicy::Cfs {
-                let a = core.view(this_cpu).min_vruntime;
+                let a = core.min_vruntime(this_cpu);
                 let b = core.rqs[cpu].cfs.min_vruntime;
                 let se = &mut core.tasks[p].se;
                 se.vruntime = se.vruntime.wrapping_sub(a).wrapping_add(b);
@@ -236,9 +236,10 @@ impl<P: SchedPolicy> Scheduler<P> {
         if core.rqs[prev].curr == Some(p) {
             return self.wake_up_on_cpu(core, p, prev, now);
         }
-        let t = core.tasks.take(p);
-        core.tasks.push_transit(t);
+        // p stays homed on prev while prev is held; it goes into transit
+        // (owned by this wakeup) only when prev's lock is let go.
         if prev != waker_cpu {
+            core.tasks.take(p);
             core.unlock(prev);
             core.lock_also(waker_cpu);
         }
@@ -267,6 +268,9 @@ impl<P: SchedPolicy> Scheduler<P> {
             core.stats.wake.nr_wakeups_local += 1;
         } else {
             core.stats.wake.nr_wakeups_remote += 1;
+            if !core.tasks.in_transit(p) {
+                core.tasks.take(p);
+            }
             core.unlock(waker_cpu);
             core.lock_also(cpu);
         }
@@ -378,7 +382,7 @@ impl<P: SchedPolicy> Scheduler<P> {
         self.block_locked(&mut core, cpu, now)
     }
 
-    fn block_locked(&self, core: &mut SchedCore<'_>, cpu: CpuId, now: u64) -> TaskId {
+    pub(crate) fn block_locked(&self, core: &mut SchedCore<'_>, cpu: CpuId, now: u64) -> TaskId {
         let now = core.update_rq_clock(cpu, now);
         let p = core.rqs[cpu].curr.expect("block on an idle CPU");
         if core.tasks[p].se.on_rq {

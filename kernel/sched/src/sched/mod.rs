@@ -102,14 +102,25 @@ impl<P: SchedPolicy> Scheduler<P> {
     /// The task running on `cpu` (None = idle), as last published: exact
     /// when read by `cpu` itself outside an operation.
     pub fn current(&self, cpu: CpuId) -> Option<TaskId> {
-        self.shared.snapshot(cpu).curr
+        match self
+            .shared
+            .snap(cpu)
+            .curr
+            .load(core::sync::atomic::Ordering::Relaxed)
+        {
+            0 => None,
+            t => Some(TaskId(t - 1)),
+        }
     }
 
     /// Does `cpu` need to call `schedule()`? Lock-free, like testing
     /// TIF_NEED_RESCHED: whoever sets it publishes it before sending the
     /// reschedule IPI.
     pub fn need_resched(&self, cpu: CpuId) -> bool {
-        self.shared.snapshot(cpu).need_resched
+        self.shared
+            .snap(cpu)
+            .need_resched
+            .load(core::sync::atomic::Ordering::Relaxed)
     }
 
     /// A copy of the task's data (None if it is not alive).
@@ -136,7 +147,21 @@ impl<P: SchedPolicy> Scheduler<P> {
     /// pending active-balance push, pick next (newly-idle balance first if
     /// nothing is runnable), and switch.
     pub fn schedule(&self, cpu: CpuId, now: u64) -> Switch {
+        self.schedule_locked(&mut self.shared.lock(cpu), cpu, now)
+    }
+
+    /// The current task of `cpu` blocks and `cpu` schedules, under one
+    /// acquisition of its runqueue lock (`__schedule()` doing
+    /// `deactivate_task(DEQUEUE_SLEEP)` itself). Returns the task and the
+    /// switch.
+    pub fn block_and_schedule(&self, cpu: CpuId, now: u64) -> (TaskId, Switch) {
         let mut core = self.shared.lock(cpu);
+        let p = self.block_locked(&mut core, cpu, now);
+        (p, self.schedule_locked(&mut core, cpu, now))
+    }
+
+    /// `__schedule()` with `cpu`'s runqueue already held by `core`.
+    pub(crate) fn schedule_locked(&self, core: &mut SchedCore<'_>, cpu: CpuId, now: u64) -> Switch {
         let now = core.update_rq_clock(cpu, now);
         let cfg = core.cfg;
         let mut migrations = Vec::new();
@@ -152,7 +177,7 @@ impl<P: SchedPolicy> Scheduler<P> {
         // new task pulled in while a balance pass had this lock dropped.
         let mut prev_requeued = false;
         if let Some(pv) = prev {
-            let c = &mut core;
+            let c = &mut *core;
             entity::put_prev_entity(&mut c.rqs[cpu].cfs, &mut c.tasks, &cfg, pv, now);
             match c.tasks[pv].state {
                 TaskState::Dead => c.tasks.free(pv),
@@ -181,14 +206,14 @@ impl<P: SchedPolicy> Scheduler<P> {
             core.unlock(dest);
         }
         if let Some(target) = core.rqs[cpu].active_balance.take() {
-            migrations.extend(self.policy.active_balance(&mut core, cpu, target, now));
+            migrations.extend(self.policy.active_balance(core, cpu, target, now));
         }
-        let mut next = self.policy.pick_next(&mut core, cpu, now);
+        let mut next = self.policy.pick_next(core, cpu, now);
         if next.is_none() {
-            migrations.extend(self.policy.newidle_balance(&mut core, cpu, now));
-            next = self.policy.pick_next(&mut core, cpu, now);
+            migrations.extend(self.policy.newidle_balance(core, cpu, now));
+            next = self.policy.pick_next(core, cpu, now);
         }
-        let c = &mut core;
+        let c = &mut *core;
         match next {
             Some(n) => {
                 entity::set_next_entity(&mut c.rqs[cpu].cfs, &mut c.tasks, &cfg, n, now);
@@ -226,14 +251,14 @@ impl<P: SchedPolicy> Scheduler<P> {
             (true, false) => {
                 c.stats.rq.sched_goidle += 1;
                 c.rqs[cpu].idle_since = Some(now);
-                self.policy.idle_enter(&mut core, cpu, now);
+                self.policy.idle_enter(core, cpu, now);
             }
             (false, true) => {
                 let rq = &mut c.rqs[cpu];
                 if let Some(t) = rq.idle_since.take() {
                     rq.idle_ns += now.saturating_sub(t);
                 }
-                self.policy.idle_exit(&mut core, cpu, now);
+                self.policy.idle_exit(core, cpu, now);
             }
             _ => {}
         }
