@@ -19,7 +19,7 @@ use sched::fair::entity::{
     DequeueFlags, EnqueueFlags, dequeue_entity, enqueue_entity, pick_next_entity,
 };
 use sched::placement::{WakeFlags, select_task_rq_fair};
-use sched::task::{Task, TaskArena, TaskId, TaskPolicy};
+use sched::task::{Task, TaskId, TaskPolicy, TaskTable};
 use sched::{SchedTopo, Scheduler};
 use std::hint::black_box;
 use std::sync::Mutex;
@@ -39,7 +39,7 @@ impl Rng {
 /// ns per (enqueue + pick + dequeue) on the real timeline.
 fn bench_timeline(pick: PickPolicy, n: usize, iters: usize) -> f64 {
     let cfg = SchedConfig::new(1, pick);
-    let mut tasks = TaskArena::default();
+    let mut tasks = TaskTable::default();
     let mut cfs = CfsRq::default();
     let mut rng = Rng(0x1234_5678);
     let ids: Vec<TaskId> = (0..=n)

@@ -12,7 +12,7 @@ use crate::pelt::SchedAvg;
 use crate::weight::{LoadWeight, WEIGHT_IDLEPRIO};
 use alloc::vec::Vec;
 
-/// Index of a task in the [`TaskArena`].
+/// A task's machine-wide id (dense, reused after the task exits).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct TaskId(pub u32);
 
@@ -166,44 +166,25 @@ impl Task {
     }
 }
 
-/// Indexed access to tasks by [`TaskId`]: implemented by one CPU's
-/// [`TaskArena`] and by the multi-runqueue [`crate::core::TaskSet`] view, so
-/// the fair-class code works on either.
+/// Indexed access to tasks by [`TaskId`]: implemented by the
+/// multi-runqueue [`crate::core::TaskSet`] view the scheduler uses, and by
+/// the standalone [`TaskTable`], so the fair-class code works on either.
 pub trait Tasks: core::ops::Index<TaskId, Output = Task> + core::ops::IndexMut<TaskId> {
     /// The task, if present.
     fn get(&self, id: TaskId) -> Option<&Task>;
 }
 
 /// The tasks homed on one runqueue (queued, running, or asleep with this
-/// as `task_cpu`), densely stored: the scheduler finds a task's slot through
-/// its machine-wide directory ([`crate::core::Shared`]), so lookups are O(1)
-/// and moving tasks allocates nothing once the vector has grown. Standalone
-/// lookups by id (host tests of the fair class) scan. Protected by that
-/// runqueue's lock.
+/// as `task_cpu`), densely stored by slot. The scheduler finds a task's slot
+/// through its machine-wide directory ([`crate::core::Shared`]), so lookups
+/// are O(1) and moving tasks allocates nothing once the vector has grown.
+/// Protected by that runqueue's lock.
 #[derive(Clone, Debug, Default)]
 pub struct TaskArena {
     tasks: Vec<Task>,
 }
 
 impl TaskArena {
-    /// Build a task with the smallest unused id and add it (host tests of
-    /// the fair class; the scheduler allocates ids machine-wide).
-    pub fn alloc(&mut self, make: impl FnOnce(TaskId) -> Task) -> TaskId {
-        let mut next = 0u32;
-        while self.tasks.iter().any(|t| t.id.0 == next) {
-            next += 1;
-        }
-        let id = TaskId(next);
-        self.tasks.push(make(id));
-        id
-    }
-
-    /// Remove a task by id (scan).
-    pub fn remove(&mut self, id: TaskId) -> Option<Task> {
-        let i = self.tasks.iter().position(|t| t.id == id)?;
-        Some(self.tasks.swap_remove(i))
-    }
-
     /// Add a task; returns its slot.
     pub fn push(&mut self, t: Task) -> usize {
         self.tasks.push(t);
@@ -227,16 +208,6 @@ impl TaskArena {
         self.tasks.get_mut(slot)
     }
 
-    /// The task, if present (scan).
-    pub fn get(&self, id: TaskId) -> Option<&Task> {
-        self.tasks.iter().find(|t| t.id == id)
-    }
-
-    /// Mutable access, if present (scan).
-    pub fn get_mut(&mut self, id: TaskId) -> Option<&mut Task> {
-        self.tasks.iter_mut().find(|t| t.id == id)
-    }
-
     /// The tasks, in slot order.
     pub fn iter(&self) -> impl Iterator<Item = &Task> {
         self.tasks.iter()
@@ -253,22 +224,73 @@ impl TaskArena {
     }
 }
 
-impl Tasks for TaskArena {
-    fn get(&self, id: TaskId) -> Option<&Task> {
-        TaskArena::get(self, id)
+/// A standalone task table indexed directly by id, ids reused after
+/// `free` (host tests and benchmarks of the fair class on one runqueue).
+#[derive(Clone, Debug, Default)]
+pub struct TaskTable {
+    slots: Vec<Option<Task>>,
+    free: Vec<u32>,
+}
+
+impl TaskTable {
+    /// Allocate an id and build the task with it.
+    pub fn alloc(&mut self, make: impl FnOnce(TaskId) -> Task) -> TaskId {
+        let idx = match self.free.pop() {
+            Some(i) => i,
+            None => {
+                self.slots.push(None);
+                (self.slots.len() - 1) as u32
+            }
+        };
+        let id = TaskId(idx);
+        self.slots[idx as usize] = Some(make(id));
+        id
+    }
+
+    /// Release an id.
+    pub fn free(&mut self, id: TaskId) {
+        if self.slots[id.0 as usize].take().is_some() {
+            self.free.push(id.0);
+        }
+    }
+
+    /// Mutable access, if alive.
+    pub fn get_mut(&mut self, id: TaskId) -> Option<&mut Task> {
+        self.slots.get_mut(id.0 as usize).and_then(|s| s.as_mut())
+    }
+
+    /// Live tasks.
+    pub fn iter(&self) -> impl Iterator<Item = &Task> {
+        self.slots.iter().filter_map(|s| s.as_ref())
+    }
+
+    /// Number of live tasks.
+    pub fn len(&self) -> usize {
+        self.slots.len() - self.free.len()
+    }
+
+    /// No live tasks.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 }
 
-impl core::ops::Index<TaskId> for TaskArena {
+impl Tasks for TaskTable {
+    fn get(&self, id: TaskId) -> Option<&Task> {
+        self.slots.get(id.0 as usize).and_then(|s| s.as_ref())
+    }
+}
+
+impl core::ops::Index<TaskId> for TaskTable {
     type Output = Task;
     fn index(&self, id: TaskId) -> &Task {
-        self.get(id).expect("task not on this runqueue")
+        Tasks::get(self, id).expect("stale TaskId")
     }
 }
 
-impl core::ops::IndexMut<TaskId> for TaskArena {
+impl core::ops::IndexMut<TaskId> for TaskTable {
     fn index_mut(&mut self, id: TaskId) -> &mut Task {
-        self.get_mut(id).expect("task not on this runqueue")
+        self.get_mut(id).expect("stale TaskId")
     }
 }
 
@@ -278,16 +300,33 @@ mod tests {
 
     #[test]
     fn arena_reuses_slots() {
-        let mut a = TaskArena::default();
+        let mut a = TaskTable::default();
         let t0 = a.alloc(|id| Task::new(id, 0, TaskPolicy::Normal, 0));
         let t1 = a.alloc(|id| Task::new(id, 5, TaskPolicy::Normal, 1));
         assert_eq!(a.len(), 2);
         assert_eq!(a[t1].weight(), 335);
-        a.remove(t0);
-        assert!(a.get(t0).is_none());
+        a.free(t0);
+        assert!(Tasks::get(&a, t0).is_none());
         let t2 = a.alloc(|id| Task::new(id, 0, TaskPolicy::Idle, 0));
         assert_eq!(t2, t0);
         assert_eq!(a[t2].weight(), 3);
         assert_eq!(a.iter().count(), 2);
+    }
+
+    #[test]
+    fn runqueue_arena_reports_the_task_that_fills_a_slot() {
+        let mut a = TaskArena::default();
+        for i in 0..3 {
+            assert_eq!(
+                a.push(Task::new(TaskId(10 + i), 0, TaskPolicy::Normal, 0)),
+                i as usize
+            );
+        }
+        let (t, moved) = a.swap_remove(0);
+        assert_eq!((t.id, moved), (TaskId(10), Some(TaskId(12))));
+        assert_eq!(a.at(0).map(|t| t.id), Some(TaskId(12)));
+        let (t, moved) = a.swap_remove(1);
+        assert_eq!((t.id, moved), (TaskId(11), None));
+        assert_eq!(a.len(), 1);
     }
 }

@@ -7,7 +7,7 @@
 //! FPU/SSE: the kernel target (`x86_64-unknown-none`) is soft-float, so
 //! compiled code holds no x87/SSE state and `switch_context` saves none.
 //! Threads that use the FPU through inline assembly are handled around it
-//! (`arch/fpu.rs`): `switch_locked` calls `fpu::switch_out` right before
+//! (`arch/fpu.rs`): `sched::switch_to` calls `fpu::switch_out` right before
 //! `switch_context` (fxsave while the old context is still ours, then
 //! CR0.TS set) and `fpu::switch_in` right after it on the resumed context
 //! (clts + fxrstor for an FPU thread).

@@ -6,7 +6,7 @@ use super::eevdf;
 use crate::config::{PickPolicy, SchedConfig};
 use crate::fair::cfs_rq::CfsRq;
 use crate::sim::{Behavior, Sim};
-use crate::task::{Task, TaskArena, TaskId, TaskPolicy};
+use crate::task::{Task, TaskId, TaskPolicy, TaskTable};
 use crate::testutil::{sched, spec, up};
 use crate::weight::LoadWeight;
 
@@ -14,8 +14,8 @@ fn cfg1(pick: PickPolicy) -> SchedConfig {
     SchedConfig::new(1, pick)
 }
 
-fn arena_with(nices: &[i32]) -> (TaskArena, Vec<TaskId>) {
-    let mut a = TaskArena::default();
+fn arena_with(nices: &[i32]) -> (TaskTable, Vec<TaskId>) {
+    let mut a = TaskTable::default();
     let ids = nices
         .iter()
         .map(|&n| a.alloc(|id| Task::new(id, n, TaskPolicy::Normal, 0)))
