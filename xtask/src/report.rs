@@ -37,6 +37,9 @@ pub fn print(result: &RunResult, kernel_elf: &Path) {
     for stuck in result.records_of("cpu_dump") {
         print_stuck(result, stuck, kernel_elf);
     }
+    for hb in result.records_of("hackbench") {
+        print_hackbench(hb);
+    }
     for (line, err) in &result.bad_records {
         println!("malformed record ({err}): {line}");
     }
@@ -64,6 +67,64 @@ pub fn print(result: &RunResult, kernel_elf: &Path) {
             println!("qemu stderr:\n{}", result.stderr.trim());
         }
     }
+}
+
+/// hackbench's `Time:` line plus the scheduler's decisions during the run.
+fn print_hackbench(h: &Value) {
+    let t = u(&h["time_ns"]);
+    println!(
+        "hackbench: {} groups x {} fds, {} loops of {} B over {}s ({} mode): Time: {}.{:03}",
+        u(&h["groups"]),
+        u(&h["fds"]),
+        u(&h["loops"]),
+        u(&h["datasize"]),
+        h["transport"].as_str().unwrap_or("?"),
+        h["mode"].as_str().unwrap_or("?"),
+        t / 1_000_000_000,
+        t / 1_000_000 % 1000
+    );
+    let s = &h["sched"];
+    let w = &s["wake"];
+    println!(
+        "  wakeups {} (sync {}, local {}, remote {}, migrated {}); wake_affine {} of {}; wake_wide {}",
+        u(&w["nr_wakeups"]),
+        u(&w["nr_wakeups_sync"]),
+        u(&w["nr_wakeups_local"]),
+        u(&w["nr_wakeups_remote"]),
+        u(&w["nr_wakeups_migrate"]),
+        u(&w["wake_affine_success"]),
+        u(&w["wake_affine_attempts"]),
+        u(&w["wake_wide_hits"])
+    );
+    let m = &s["migrations"];
+    let dist = [
+        "same_cpu",
+        "smt_sibling",
+        "same_llc",
+        "other_llc_same_package",
+        "other_package_same_node",
+        "other_node",
+    ];
+    let by: Vec<String> = dist[1..]
+        .iter()
+        .map(|d| {
+            let n: u64 = ["wakeup", "fork", "balance", "newidle", "active", "exec"]
+                .iter()
+                .map(|r| u(&m[r][d]))
+                .sum();
+            format!("{d} {n}")
+        })
+        .collect();
+    println!("  migrations {}: {}", u(&m["total"]), by.join(", "));
+    let q = &s["wait_ns"];
+    println!(
+        "  runqueue wait (ns, log2 bucket bounds): p50 {} p90 {} p99 {} max {} over {} picks",
+        u(&q["p50"]),
+        u(&q["p90"]),
+        u(&q["p99"]),
+        u(&q["max"]),
+        u(&q["count"])
+    );
 }
 
 fn print_fault(result: &RunResult, f: &Value, kernel_elf: &Path) {

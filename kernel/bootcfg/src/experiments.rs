@@ -35,6 +35,11 @@ pub const EXPERIMENTS: &[ExperimentInfo] = &[
         test_only: false,
     },
     ExperimentInfo {
+        name: "hackbench",
+        description: "hackbench / perf bench sched messaging, thread mode: groups of fds senders and fds receivers exchanging messages; timed like hackbench, with the scheduler's decisions during the run (args: groups, fds, loops, datasize, transport=socket|pipe)",
+        test_only: false,
+    },
+    ExperimentInfo {
         name: "test-panic",
         description: "panic deliberately (tests the panic path)",
         test_only: true,

@@ -47,6 +47,25 @@ impl<'a> Args<'a> {
         }
     }
 
+    /// One of `choices` (the first is the default when the key is absent).
+    pub fn choice(
+        &mut self,
+        key: &'a str,
+        choices: &[&'static str],
+    ) -> Result<&'static str, String> {
+        self.used.push(key);
+        match self.pairs.iter().find(|(k, _)| *k == key) {
+            None => Ok(choices[0]),
+            Some((_, v)) => choices.iter().copied().find(|c| c == v).ok_or_else(|| {
+                alloc::format!(
+                    "experiment '{}': argument {key}={v} must be one of {}",
+                    self.experiment,
+                    choices.join(", ")
+                )
+            }),
+        }
+    }
+
     /// Fails on any argument that was not asked for.
     pub fn finish(self) -> Result<(), String> {
         match self.pairs.iter().find(|(k, _)| !self.used.contains(k)) {

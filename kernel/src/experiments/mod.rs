@@ -5,6 +5,7 @@ mod args;
 mod boot;
 mod faults;
 mod fpu;
+mod hackbench;
 mod latency;
 mod stress;
 
@@ -20,6 +21,7 @@ pub fn run(name: &str, raw_args: &str, machine: &Machine) -> ExitCode {
         "stress" => stress::run(machine, &mut a),
         "latency" => latency::run(machine, &mut a),
         "fpu-check" => fpu::run(machine, &mut a),
+        "hackbench" => hackbench::run(machine, &mut a),
         _ => Ok(run_simple(name, machine)),
     };
     let result = result.and_then(|code| a.finish().map(|()| code));

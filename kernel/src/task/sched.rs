@@ -172,6 +172,11 @@ pub fn thread_counts() -> (u64, u64) {
     (t.created, t.exited)
 }
 
+/// The core's machine-wide statistics (per-CPU counters summed).
+pub fn stats() -> sched::stats::SchedStats {
+    x86_64::instructions::interrupts::without_interrupts(|| core().stats())
+}
+
 /// The core's machine-wide statistics as JSON.
 pub fn stats_json() -> String {
     let mut s = String::new();

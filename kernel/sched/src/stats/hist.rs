@@ -49,6 +49,26 @@ impl Log2Histogram {
         self.max = self.max.max(v);
     }
 
+    /// The samples recorded since `before` (an earlier copy of this
+    /// histogram). `max` stays the overall maximum when the interval's own
+    /// maximum cannot be told apart: it is the upper bound of the highest
+    /// bucket that gained samples, clamped to the overall maximum.
+    pub fn since(&self, before: &Log2Histogram) -> Log2Histogram {
+        let mut d = Log2Histogram::default();
+        for (i, (a, b)) in self.buckets.iter().zip(before.buckets.iter()).enumerate() {
+            d.buckets[i] = a.saturating_sub(*b);
+        }
+        d.count = self.count.saturating_sub(before.count);
+        d.sum = self.sum.saturating_sub(before.sum);
+        d.max = match d.buckets.iter().rposition(|&n| n > 0) {
+            None => 0,
+            Some(0) => 0,
+            Some(b) if b >= 64 => self.max,
+            Some(b) => ((1u64 << b) - 1).min(self.max),
+        };
+        d
+    }
+
     /// Merge another histogram into this one.
     pub fn merge(&mut self, o: &Log2Histogram) {
         for (a, b) in self.buckets.iter_mut().zip(o.buckets.iter()) {

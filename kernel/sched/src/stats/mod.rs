@@ -318,6 +318,37 @@ impl SchedStats {
         &mut self.lb_by_domain[i].1
     }
 
+    /// What happened since `before` (an earlier copy of these counters):
+    /// the statistics of one measured interval.
+    pub fn since(&self, before: &SchedStats) -> SchedStats {
+        let mut d = SchedStats::new(self.fork_targets.len());
+        d.wake = self.wake.since(&before.wake);
+        d.sis = self.sis.since(&before.sis);
+        d.lb = self.lb.since(&before.lb);
+        for (name, lb) in &self.lb_by_domain {
+            let b = before
+                .lb_by_domain
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, l)| *l)
+                .unwrap_or_default();
+            *d.lb_domain(name) = lb.since(&b);
+        }
+        d.rq = self.rq.since(&before.rq);
+        for (r, row) in d.migrations.counts.iter_mut().enumerate() {
+            for (c, x) in row.iter_mut().enumerate() {
+                *x = self.migrations.counts[r][c].saturating_sub(before.migrations.counts[r][c]);
+            }
+        }
+        d.wait_ns = self.wait_ns.since(&before.wait_ns);
+        d.scan_len = self.scan_len.since(&before.scan_len);
+        for (i, x) in d.fork_targets.iter_mut().enumerate() {
+            *x = self.fork_targets[i]
+                .saturating_sub(before.fork_targets.get(i).copied().unwrap_or(0));
+        }
+        d
+    }
+
     /// Add `o` (another CPU's counters) into these.
     pub fn accumulate(&mut self, o: &SchedStats) {
         self.wake.accumulate(&o.wake);
@@ -397,5 +428,34 @@ mod tests {
         assert_eq!(s.migrations.total(), 2);
         assert_eq!(s.migrations.by_reason(MigrationReason::Wakeup), 1);
         assert_eq!(s.migrations.by_distance(MigrationDistance::SameLlc), 1);
+    }
+
+    #[test]
+    fn since_is_the_interval_between_two_copies() {
+        let mut s = SchedStats::new(2);
+        s.wake.nr_wakeups = 3;
+        s.wait_ns.record(10);
+        s.lb_domain("MC").lb_count = 1;
+        let before = s.clone();
+        s.wake.nr_wakeups = 10;
+        s.wait_ns.record(1000);
+        s.wait_ns.record(3);
+        s.lb_domain("MC").lb_count = 4;
+        s.lb_domain("PKG").lb_count = 2;
+        s.fork_targets[1] = 5;
+        s.migrations
+            .record(MigrationReason::Wakeup, MigrationDistance::SmtSibling);
+        let mut d = s.since(&before);
+        assert_eq!(d.wake.nr_wakeups, 7);
+        assert_eq!((d.wait_ns.count, d.wait_ns.sum), (2, 1003));
+        assert_eq!(d.wait_ns.max, 1000, "max within the interval's top bucket");
+        assert_eq!(d.lb_by_domain.len(), 2);
+        assert_eq!(d.lb_domain("MC").lb_count, 3);
+        assert_eq!(d.lb_domain("PKG").lb_count, 2);
+        assert_eq!(d.fork_targets, vec![0, 5]);
+        assert_eq!(d.migrations.total(), 1);
+        let mut acc = before.clone();
+        acc.accumulate(&d);
+        assert_eq!(acc.wake, s.wake);
     }
 }

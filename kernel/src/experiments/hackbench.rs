@@ -1,0 +1,254 @@
+//! hackbench (rt-tests `hackbench`, `perf bench sched messaging`) in thread
+//! mode: `groups` groups of `fds` senders and `fds` receivers; one channel
+//! per receiver (a socketpair by default, a pipe with `transport=pipe`);
+//! every sender writes `loops` messages of `datasize` bytes to every
+//! receiver of its group, round-robin, and each receiver reads
+//! `fds x loops` messages. Traffic never crosses groups.
+//!
+//! Timing follows hackbench: every worker is created first and reports ready,
+//! then the parent takes the start time, opens the start gate (hackbench's
+//! "wake" fd every child polls) and joins every worker; the reported time
+//! is that interval, exit tail included, fork and setup excluded. The
+//! `hackbench` record adds what the seeds look at: the scheduler's decisions
+//! during the timed interval (wakeups, select_idle_sibling branches,
+//! migrations by reason and topology distance, runqueue wait histogram) and
+//! per-CPU context switches and migrations.
+//!
+//! Process mode is not modelled (threads share one address space here, like
+//! hackbench `-T`). Pipes hold 64 KiB (Linux's default 16 pages); a socket
+//! channel holds 208 KiB (the default `net.core.wmem_default`); both wake
+//! readers and writers with WF_SYNC, as `pipe_write` and `sock_def_readable`
+//! do.
+
+use alloc::string::String;
+use alloc::sync::Arc;
+use alloc::vec;
+use alloc::vec::Vec;
+use core::fmt::Write;
+use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+use super::args::Args;
+use crate::arch::qemu::ExitCode;
+use crate::arch::{percpu, time};
+use crate::machine::Machine;
+use crate::record::{Record, json_array};
+use crate::sync::pipe::{PipeReader, PipeWriter};
+use crate::sync::{IrqSpinLock, pipe};
+use crate::task::{self, SpawnOptions, WaitQueue};
+use crate::watchdog;
+
+/// Linux's default pipe size.
+const PIPE_BYTES: usize = 64 * 1024;
+/// Linux's default socket send buffer (`net.core.wmem_default`).
+const SOCKET_BYTES: usize = 208 * 1024;
+/// Most worker threads (each has a 64 KiB stack).
+const MAX_TASKS: u64 = 8192;
+
+/// hackbench's ready pipe and wake fd: workers check in, then wait until the
+/// parent opens the gate.
+struct Gate {
+    ready: AtomicUsize,
+    parent: WaitQueue,
+    open: IrqSpinLock<bool>,
+    workers: WaitQueue,
+}
+
+impl Gate {
+    /// A worker checks in and waits for the start.
+    fn check_in_and_wait(&self) {
+        self.ready.fetch_add(1, Ordering::AcqRel);
+        self.parent.wake_one(false);
+        loop {
+            self.workers.prepare();
+            if *self.open.lock() {
+                break;
+            }
+            task::block();
+        }
+        self.workers.finish();
+    }
+
+    /// The parent waits until `n` workers checked in.
+    fn wait_ready(&self, n: usize) {
+        loop {
+            self.parent.prepare();
+            if self.ready.load(Ordering::Acquire) >= n {
+                break;
+            }
+            task::block();
+        }
+        self.parent.finish();
+    }
+
+    /// Starts everyone.
+    fn open(&self) {
+        *self.open.lock() = true;
+        self.workers.wake_all(false);
+    }
+}
+
+#[derive(Default)]
+struct Books {
+    messages_sent: AtomicU64,
+    bytes_received: AtomicU64,
+}
+
+/// A receiver's channel: what it reads from, and the write side its group's
+/// senders share (dropped with the last sender, which ends the stream).
+fn channel(transport: &str) -> (Arc<PipeWriter>, PipeReader) {
+    let bytes = if transport == "pipe" {
+        PIPE_BYTES
+    } else {
+        SOCKET_BYTES
+    };
+    let (w, r) = pipe(bytes);
+    (Arc::new(w), r)
+}
+
+/// Runs the experiment.
+pub fn run(_m: &Machine, a: &mut Args<'_>) -> Result<ExitCode, String> {
+    let groups = a.u64("groups", 10, 1..=4096)? as usize;
+    let fds = a.u64("fds", 20, 1..=1024)? as usize;
+    let loops = a.u64("loops", 100, 1..=100_000_000)?;
+    let datasize = a.u64("datasize", 100, 1..=65_536)? as usize;
+    let transport = a.choice("transport", &["socket", "pipe"])?;
+    let tasks = groups * fds * 2;
+    if tasks as u64 > MAX_TASKS {
+        return Err(alloc::format!(
+            "hackbench: {groups} groups x {} tasks = {tasks} threads, more than {MAX_TASKS}",
+            2 * fds
+        ));
+    }
+    log::info!(
+        "Running in threaded mode with {groups} groups using {} file descriptors each (== {tasks} tasks)",
+        2 * fds
+    );
+    log::info!("Each sender will pass {loops} messages of {datasize} bytes ({transport})");
+
+    let gate = Arc::new(Gate {
+        ready: AtomicUsize::new(0),
+        parent: WaitQueue::new(),
+        open: IrqSpinLock::new(false),
+        workers: WaitQueue::new(),
+    });
+    let books = Arc::new(Books::default());
+    let per_receiver = fds as u64 * loops * datasize as u64;
+    watchdog::arm(30_000_000_000);
+    let mut handles = Vec::with_capacity(tasks);
+    for g in 0..groups {
+        let mut writers = Vec::with_capacity(fds);
+        for r in 0..fds {
+            let (w, rx) = channel(transport);
+            writers.push(w);
+            let (gate, books) = (gate.clone(), books.clone());
+            handles.push(task::spawn(
+                SpawnOptions {
+                    name: alloc::format!("hb-recv{g}.{r}"),
+                    ..Default::default()
+                },
+                move || {
+                    gate.check_in_and_wait();
+                    let mut buf = vec![0u8; datasize];
+                    let mut got = 0u64;
+                    let mut since_progress = 0u64;
+                    while got < per_receiver {
+                        let n = rx.read(&mut buf) as u64;
+                        if n == 0 {
+                            break; // every sender gone early: the books show it
+                        }
+                        got += n;
+                        since_progress += n;
+                        if since_progress >= 64 * 1024 {
+                            since_progress = 0;
+                            watchdog::progress();
+                        }
+                    }
+                    books.bytes_received.fetch_add(got, Ordering::Relaxed);
+                },
+            ));
+        }
+        let writers = Arc::new(writers);
+        for s in 0..fds {
+            let (gate, books, writers) = (gate.clone(), books.clone(), writers.clone());
+            handles.push(task::spawn(
+                SpawnOptions {
+                    name: alloc::format!("hb-send{g}.{s}"),
+                    ..Default::default()
+                },
+                move || {
+                    gate.check_in_and_wait();
+                    let msg = vec![0x5Au8; datasize];
+                    for _ in 0..loops {
+                        for w in writers.iter() {
+                            if w.write(&msg).is_err() {
+                                return;
+                            }
+                            books.messages_sent.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                },
+            ));
+        }
+    }
+    gate.wait_ready(tasks);
+    let cpus: Vec<(u32, u64, u64)> = percpu::online()
+        .map(|p| {
+            let cs = task::sched::cpu_state(p.cpu as usize);
+            (
+                p.cpu,
+                cs.switches.load(Ordering::Relaxed),
+                cs.migrations_in.load(Ordering::Relaxed),
+            )
+        })
+        .collect();
+    let before = task::sched::stats();
+    let t0 = time::now_ns();
+    gate.open();
+    for h in handles {
+        h.join();
+    }
+    let elapsed = time::now_ns() - t0;
+    let during = task::sched::stats().since(&before);
+    watchdog::disarm();
+
+    let messages = books.messages_sent.load(Ordering::Relaxed);
+    let received = books.bytes_received.load(Ordering::Relaxed);
+    let want_messages = (groups * fds * fds) as u64 * loops;
+    let per_cpu = json_array(cpus.iter(), |w, &(cpu, sw0, mig0)| {
+        let cs = task::sched::cpu_state(cpu as usize);
+        write!(
+            w,
+            "{{\"cpu\":{cpu},\"context_switches\":{},\"migrations_in\":{}}}",
+            cs.switches.load(Ordering::Relaxed) - sw0,
+            cs.migrations_in.load(Ordering::Relaxed) - mig0
+        )
+    });
+    let mut sched = String::new();
+    let _ = during.write_json(&mut sched);
+    Record::new("hackbench")
+        .str("mode", "thread")
+        .str("transport", transport)
+        .u64("groups", groups as u64)
+        .u64("fds", fds as u64)
+        .u64("loops", loops)
+        .u64("datasize", datasize as u64)
+        .u64("tasks", tasks as u64)
+        .u64("messages", messages)
+        .u64("bytes", received)
+        .u64("time_ns", elapsed)
+        .raw("per_cpu", &per_cpu)
+        .raw("sched", &sched)
+        .emit();
+    log::info!(
+        "Time: {}.{:03}",
+        elapsed / 1_000_000_000,
+        elapsed / 1_000_000 % 1000
+    );
+    if messages != want_messages || received != want_messages * datasize as u64 {
+        return Err(alloc::format!(
+            "hackbench: {messages} messages sent and {received} bytes received, expected {want_messages} and {}",
+            want_messages * datasize as u64
+        ));
+    }
+    Ok(ExitCode::Success)
+}

@@ -1,0 +1,67 @@
+//! The seeds' benchmark shapes running in the kernel: hackbench delivers
+//! every message of every group over both transports, times the run like
+//! hackbench, and reports the scheduler's decisions during the timed interval.
+
+use std::time::Duration;
+
+use schedlab_tests::Boot;
+use serde_json::Value;
+use xtask::machine::Machine;
+use xtask::outcome::Outcome;
+
+fn u(v: &Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+fn hackbench(transport: &'static str, args: &'static str) -> Value {
+    let mut b = Boot::new("hackbench");
+    b.machine = Machine {
+        sockets: 2,
+        cores: 2,
+        threads: 1,
+        numa_nodes: 2,
+        memory_mib: 512,
+        ..Machine::default()
+    };
+    b.args = args;
+    b.timeout = Duration::from_secs(240);
+    let r = b.expect(Outcome::Success);
+    let h = r.record("hackbench").expect("hackbench record").clone();
+    assert_eq!(h["transport"], transport);
+    h
+}
+
+#[test]
+fn hackbench_delivers_every_message_over_sockets_and_pipes() {
+    for (transport, args) in [
+        ("socket", "groups:2,fds:5,loops:20"),
+        ("pipe", "groups:2,fds:5,loops:20,transport:pipe,datasize:64"),
+    ] {
+        let h = hackbench(transport, args);
+        let size = u(&h["datasize"]);
+        // 2 groups x 5 senders x 5 receivers x 20 loops.
+        assert_eq!(u(&h["messages"]), 2 * 5 * 5 * 20, "{h}");
+        assert_eq!(u(&h["bytes"]), 2 * 5 * 5 * 20 * size, "{h}");
+        assert_eq!(u(&h["tasks"]), 20);
+        assert!(u(&h["time_ns"]) > 0);
+        let s = &h["sched"];
+        // Receivers and senders block and wake each other during the run;
+        // pipes and sockets both wake with WF_SYNC (the start gate and the
+        // joins are the only plain wakeups).
+        let (all, sync) = (
+            u(&s["wake"]["nr_wakeups"]),
+            u(&s["wake"]["nr_wakeups_sync"]),
+        );
+        assert!(sync > 0 && sync + 20 + 21 >= all, "{s}");
+        assert!(u(&s["rq"]["nr_switches"]) > 0);
+        // Only the timed interval is counted: setup forks are not in it.
+        assert_eq!(u(&s["rq"]["nr_forks"]), 0, "{s}");
+        let switches: u64 = h["per_cpu"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| u(&c["context_switches"]))
+            .sum();
+        assert!(switches > 0);
+    }
+}
