@@ -65,3 +65,47 @@ fn hackbench_delivers_every_message_over_sockets_and_pipes() {
         assert!(switches > 0);
     }
 }
+
+#[test]
+fn compare_runs_both_configurations_and_renders_the_table() {
+    use clap::Parser;
+    use xtask::cli::{Cli, Cmd};
+    let cli = Cli::try_parse_from([
+        "cargo xtask",
+        "compare",
+        "--experiment",
+        "hackbench",
+        "--smp",
+        "2",
+        "--arg",
+        "fds=3",
+        "--arg",
+        "loops=10",
+        "--sweep",
+        "groups=1,2",
+        "--runs",
+        "1",
+        "--variant-features",
+        "WAKEE_STACKED",
+    ])
+    .expect("compare options");
+    let Cmd::Compare(args) = cli.command else {
+        panic!("not a compare command")
+    };
+    let launcher = xtask::launch::Launcher::from_env().expect("kernel build products");
+    let table = xtask::compare::measure(&args, &launcher).expect("comparison");
+    assert_eq!(table.title, "hackbench-thread-sockets");
+    let ops: Vec<&str> = table.cells.iter().map(|(op, _, _)| op.as_str()).collect();
+    assert_eq!(ops, ["1", "2"]);
+    for (_, _, s) in &table.cells {
+        assert_eq!((s.baseline.len(), s.variant.len()), (1, 1));
+        assert!(s.baseline[0] > 0.0 && s.variant[0] > 0.0);
+    }
+    let out = xtask::compare::render(&table, 1);
+    assert!(out.contains("fair cfs WAKEE_STACKED"), "{out}");
+    assert_eq!(
+        out.lines().filter(|l| l.starts_with("Amean")).count(),
+        2,
+        "{out}"
+    );
+}

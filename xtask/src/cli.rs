@@ -22,6 +22,9 @@ pub struct Cli {
 pub enum Cmd {
     /// Build the kernel and a disk image, boot it in QEMU, print the report.
     Run(Box<RunArgs>),
+    /// Run an experiment several times with a baseline and a variant scheduler
+    /// configuration and print an mmtests compare-kernels table.
+    Compare(Box<CompareArgs>),
     /// Run every test: host unit/property tests, then QEMU integration tests.
     Test(TestArgs),
     /// Build the kernel ELF and the image builder only.
@@ -125,6 +128,30 @@ pub struct RunArgs {
     /// Experiment argument KEY=VALUE (repeatable), e.g. --arg threads=512.
     #[arg(long = "arg", value_name = "KEY=VALUE")]
     pub args: Vec<String>,
+}
+
+/// Options of `cargo xtask compare`: every `run` option describes the
+/// baseline; the `--variant-*` options say what differs in the variant.
+#[derive(Args, Debug, Clone)]
+pub struct CompareArgs {
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// Feature switches of the variant (replacing --features).
+    #[arg(long, value_name = "FEATURES")]
+    pub variant_features: Option<String>,
+    /// Scheduling policy of the variant (replacing --policy).
+    #[arg(long, value_name = "POLICY")]
+    pub variant_policy: Option<String>,
+    /// Pick policy of the variant, cfs or eevdf (replacing --pick).
+    #[arg(long, value_name = "PICK")]
+    pub variant_pick: Option<String>,
+    /// Runs per configuration (and per sweep value).
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub runs: u32,
+    /// Sweep one experiment argument, KEY=V1,V2,... (the table's op column,
+    /// e.g. groups=1,4,8 for hackbench).
+    #[arg(long, value_name = "KEY=V1,V2")]
+    pub sweep: Option<String>,
 }
 
 /// Options of `cargo xtask test`.

@@ -8,9 +8,11 @@
 //! - [`runner`]: run QEMU with a timeout, split log lines from result records
 //! - [`outcome`]: what a run's exit status means
 //! - [`symbolize`]: map a faulting RIP back to a function and source line
+//! - [`compare`]: baseline-vs-variant runs and the mmtests compare-kernels table
 
 pub mod build;
 pub mod cli;
+pub mod compare;
 pub mod launch;
 pub mod machine;
 pub mod outcome;

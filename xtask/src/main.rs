@@ -15,6 +15,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Cmd::Run(args) => run(&args),
+        Cmd::Compare(args) => xtask::compare::run(&args),
         Cmd::Test(args) => test(&args),
         Cmd::Build { release } => prereq::ensure_rust()
             .and_then(|()| Launcher::build(release, None))

@@ -1,0 +1,351 @@
+//! `cargo xtask compare`: run one experiment several times under a baseline
+//! and a variant scheduler configuration (feature switches, policy or pick
+//! policy), optionally sweeping one experiment argument (the "Op" column,
+//! e.g. hackbench's group count), and print the mmtests `compare-kernels`
+//! table the seeds' LKML threads show.
+//!
+//! Runs alternate baseline / variant so slow drift of the host affects both
+//! alike. With `--icount` every run is deterministic: the table then shows
+//! zero variance and any difference is the configuration's effect alone.
+
+pub mod metrics;
+pub mod stats;
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+
+use crate::cli::CompareArgs;
+use crate::launch::Launcher;
+use crate::outcome::Outcome;
+use stats::{Better, Summary};
+
+/// One configuration's samples for one (op, metric) cell.
+#[derive(Clone, Debug, Default)]
+pub struct Samples {
+    pub baseline: Vec<f64>,
+    pub variant: Vec<f64>,
+}
+
+/// Everything measured: per sweep value, per metric.
+pub struct Table {
+    pub title: String,
+    pub unit: &'static str,
+    pub better: Better,
+    pub decimals: usize,
+    pub baseline_name: String,
+    pub variant_name: String,
+    /// (op label, metric name, samples), in order.
+    pub cells: Vec<(String, String, Samples)>,
+}
+
+/// Runs the comparison (building the kernel first) and prints its table.
+pub fn run(args: &CompareArgs) -> Result<i32> {
+    crate::prereq::ensure_all()?;
+    let launcher = Launcher::build(args.run.release, args.run.max_log_level.as_deref())?;
+    let table = measure(args, &launcher)?;
+    print!("{}", render(&table, args.runs));
+    Ok(0)
+}
+
+/// Boots every run of the comparison with `launcher`'s kernel and collects
+/// the samples.
+pub fn measure(args: &CompareArgs, launcher: &Launcher) -> Result<Table> {
+    let metric = metrics::for_experiment(&args.run.experiment)?;
+    let base_run = args.run.clone();
+    let mut var_run = args.run.clone();
+    if let Some(f) = &args.variant_features {
+        var_run.features = f.clone();
+    }
+    if let Some(p) = &args.variant_policy {
+        var_run.policy = p.clone();
+    }
+    if let Some(p) = &args.variant_pick {
+        var_run.pick = p.clone();
+    }
+    let describe = |r: &crate::cli::RunArgs| {
+        let mut s = format!("{} {}", r.policy, r.pick);
+        if !r.features.is_empty() {
+            s.push(' ');
+            s.push_str(&r.features);
+        }
+        s
+    };
+    let (bname, vname) = (describe(&base_run), describe(&var_run));
+    if bname == vname {
+        bail!(
+            "the variant is the baseline: give --variant-features, --variant-policy or --variant-pick"
+        );
+    }
+    let sweep = parse_sweep(args.sweep.as_deref())?;
+    // Validate every configuration before the first slow boot.
+    if let Some((key, values)) = &sweep {
+        for v in values {
+            for r in [&base_run, &var_run] {
+                with_arg(r, key, v).boot_config()?;
+            }
+        }
+    }
+    base_run.boot_config()?;
+    var_run.boot_config()?;
+    let qemu = args.run.qemu()?;
+
+    let ops: Vec<(String, Option<(String, String)>)> = match &sweep {
+        None => vec![("-".to_string(), None)],
+        Some((k, vs)) => vs
+            .iter()
+            .map(|v| (v.clone(), Some((k.clone(), v.clone()))))
+            .collect(),
+    };
+    let mut table = Table {
+        title: String::new(),
+        unit: metric.unit,
+        better: metric.better,
+        decimals: metric.decimals,
+        baseline_name: bname,
+        variant_name: vname,
+        cells: Vec::new(),
+    };
+    let mut log = match &args.run.results {
+        Some(p) => {
+            Some(std::fs::File::create(p).with_context(|| format!("creating {}", p.display()))?)
+        }
+        None => None,
+    };
+    let total = ops.len() * args.runs as usize * 2;
+    let mut done = 0;
+    for (label, arg) in &ops {
+        let mut per_metric: Vec<(String, Samples)> = Vec::new();
+        for i in 0..args.runs {
+            for (which, r) in [("baseline", &base_run), ("variant", &var_run)] {
+                let r = match arg {
+                    Some((k, v)) => with_arg(r, k, v),
+                    None => r.clone(),
+                };
+                done += 1;
+                eprintln!(
+                    "xtask: compare run {done}/{total}: {which} ({}), op {label}, run {}",
+                    if which == "baseline" {
+                        &table.baseline_name
+                    } else {
+                        &table.variant_name
+                    },
+                    i + 1
+                );
+                let result = launcher.boot(
+                    &r.boot_config()?,
+                    &qemu,
+                    Duration::from_secs(args.run.timeout),
+                    false,
+                )?;
+                if result.outcome != Outcome::Success {
+                    crate::report::print(&result, &launcher.kernel);
+                    bail!(
+                        "{which} run {} (op {label}) failed: {}",
+                        i + 1,
+                        result.outcome
+                    );
+                }
+                let values = (metric.extract)(&result)?;
+                if table.title.is_empty() {
+                    table.title = (metric.title)(&result);
+                }
+                for (name, v) in values {
+                    let slot = match per_metric.iter().position(|(n, _)| *n == name) {
+                        Some(i) => i,
+                        None => {
+                            per_metric.push((name.clone(), Samples::default()));
+                            per_metric.len() - 1
+                        }
+                    };
+                    let s = &mut per_metric[slot].1;
+                    if which == "baseline" {
+                        s.baseline.push(v);
+                    } else {
+                        s.variant.push(v);
+                    }
+                    if let Some(f) = log.as_mut() {
+                        writeln!(
+                            f,
+                            "{}",
+                            serde_json::json!({"type": "compare_sample", "config": which,
+                                "op": label, "metric": name, "run": i + 1, "value": v})
+                        )?;
+                    }
+                }
+            }
+        }
+        for (name, s) in per_metric {
+            table.cells.push((label.clone(), name, s));
+        }
+    }
+    Ok(table)
+}
+
+fn with_arg(r: &crate::cli::RunArgs, key: &str, value: &str) -> crate::cli::RunArgs {
+    let mut r = r.clone();
+    r.args
+        .retain(|a| a.split_once('=').is_none_or(|(k, _)| k != key));
+    r.args.push(format!("{key}={value}"));
+    r
+}
+
+/// `KEY=V1,V2,...` → (key, values).
+pub fn parse_sweep(s: Option<&str>) -> Result<Option<(String, Vec<String>)>> {
+    let Some(s) = s else { return Ok(None) };
+    let (k, vs) = s
+        .split_once('=')
+        .with_context(|| format!("--sweep {s}: expected KEY=V1,V2,..."))?;
+    let values: Vec<String> = vs
+        .split(',')
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+        .map(String::from)
+        .collect();
+    if k.is_empty() || values.is_empty() {
+        bail!("--sweep {s}: expected KEY=V1,V2,...");
+    }
+    Ok(Some((k.to_string(), values)))
+}
+
+/// A table row: name, the statistic, which way is better, is the mean row.
+type Row = (&'static str, fn(&Summary) -> f64, Better, bool);
+
+/// The mmtests compare-kernels table: one block of statistic rows per
+/// (op, metric), values in the metric's unit, `( x.xx%)` columns signed so
+/// that positive is better, `* x.xx%*` when significant (Amean/Hmean row).
+pub fn render(t: &Table, runs: u32) -> String {
+    let mut out = String::new();
+    let better = match t.better {
+        Better::Lower => "lower is better",
+        Better::Higher => "higher is better",
+    };
+    let _ = writeln!(
+        out,
+        "\n{} -- {} ({better}), {runs} runs per configuration",
+        t.title, t.unit
+    );
+    let (mean_name, best_name) = match t.better {
+        Better::Lower => ("Amean", "BAmean-95"),
+        Better::Higher => ("Hmean", "BHmean-95"),
+    };
+    let op_w = t
+        .cells
+        .iter()
+        .map(|(op, m, _)| op.len() + if m.is_empty() { 0 } else { m.len() + 1 })
+        .max()
+        .unwrap_or(1)
+        .max(2);
+    let col = 12 + 12;
+    let _ = writeln!(
+        out,
+        "{:<10} {:<op_w$} {:>col$} {:>col$}",
+        "", "", "baseline", "variant"
+    );
+    let _ = writeln!(
+        out,
+        "{:<10} {:<op_w$} {:>col$} {:>col$}",
+        "",
+        "",
+        clip(&t.baseline_name, col),
+        clip(&t.variant_name, col)
+    );
+    for (op, metric, s) in &t.cells {
+        let opname = if metric.is_empty() {
+            op.clone()
+        } else if op == "-" {
+            metric.clone()
+        } else {
+            format!("{op}/{metric}")
+        };
+        let b = stats::summarize(&s.baseline, t.better);
+        let v = stats::summarize(&s.variant, t.better);
+        let sig = stats::significant(&b, &v);
+        let rows: [Row; 6] = [
+            ("Min", |s| s.min, t.better, false),
+            (mean_name, |s| s.mean, t.better, true),
+            ("Stddev", |s| s.stddev, Better::Lower, false),
+            ("CoeffVar", |s| s.coeffvar, Better::Lower, false),
+            ("Max", |s| s.max, t.better, false),
+            (best_name, |s| s.best95, t.better, false),
+        ];
+        for (name, get, dir, is_mean) in rows {
+            let (bv, vv) = (get(&b), get(&v));
+            let pct = stats::pct_better(bv, vv, dir);
+            let cell = if is_mean && sig {
+                format!(" *{pct:7.2}%*")
+            } else {
+                format!(" ({pct:7.2}%)")
+            };
+            let d = t.decimals;
+            let _ = writeln!(
+                out,
+                "{name:<10} {opname:<op_w$} {bv:>12.d$} (   0.00%) {vv:>12.d$}{cell}"
+            );
+        }
+        match stats::welch_p(&s.baseline, &s.variant) {
+            Some(p) => {
+                let _ = writeln!(out, "{:<10} {opname:<op_w$} {p:>12.4}", "Welch-p");
+            }
+            None => {
+                let _ = writeln!(out, "{:<10} {opname:<op_w$} {:>12}", "Welch-p", "n/a");
+            }
+        }
+    }
+    out
+}
+
+fn clip(s: &str, w: usize) -> String {
+    if s.chars().count() <= w {
+        s.to_string()
+    } else {
+        let mut c: String = s.chars().take(w - 1).collect();
+        c.push('~');
+        c
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sweep_is_parsed_and_checked() {
+        assert_eq!(
+            parse_sweep(Some("groups=1,4, 8")).unwrap(),
+            Some(("groups".into(), vec!["1".into(), "4".into(), "8".into()]))
+        );
+        assert!(parse_sweep(Some("groups")).is_err());
+        assert!(parse_sweep(Some("groups=")).is_err());
+        assert_eq!(parse_sweep(None).unwrap(), None);
+    }
+
+    #[test]
+    fn table_marks_a_significant_improvement() {
+        let t = Table {
+            title: "hackbench-thread-pipes".into(),
+            unit: "seconds",
+            better: Better::Lower,
+            decimals: 4,
+            baseline_name: "fair cfs".into(),
+            variant_name: "fair cfs NO_WA_IDLE_PREV".into(),
+            cells: vec![(
+                "4".into(),
+                String::new(),
+                Samples {
+                    baseline: vec![2.03, 2.04, 2.04, 2.03],
+                    variant: vec![1.96, 1.96, 1.97, 1.96],
+                },
+            )],
+        };
+        let out = render(&t, 4);
+        let amean = out.lines().find(|l| l.starts_with("Amean")).unwrap();
+        assert!(amean.contains("(   0.00%)"), "{amean}");
+        assert!(amean.contains("*   3.56%*"), "{out}");
+        let min = out.lines().find(|l| l.starts_with("Min")).unwrap();
+        assert!(min.ends_with("(   3.45%)"), "{min}");
+        assert!(out.contains("Welch-p"));
+    }
+}
