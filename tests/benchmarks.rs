@@ -1,6 +1,8 @@
 //! The seeds' benchmark shapes running in the kernel: hackbench delivers
 //! every message of every group over both transports, times the run like
-//! hackbench, and reports the scheduler's decisions during the timed interval.
+//! hackbench, and reports the scheduler's decisions during the timed
+//! interval; schbench measures a wakeup and a request latency per request;
+//! `compare` runs a baseline and a variant and renders the mmtests table.
 
 use std::time::Duration;
 
@@ -107,5 +109,37 @@ fn compare_runs_both_configurations_and_renders_the_table() {
         out.lines().filter(|l| l.starts_with("Amean")).count(),
         2,
         "{out}"
+    );
+}
+
+#[test]
+fn schbench_measures_every_request() {
+    let mut b = Boot::new("schbench");
+    b.machine = Machine {
+        sockets: 1,
+        cores: 2,
+        threads: 2,
+        memory_mib: 512,
+        ..Machine::default()
+    };
+    b.args = "workers:6,duration_ms:500,ops:2,work:500";
+    b.timeout = Duration::from_secs(240);
+    let r = b.expect(Outcome::Success);
+    let s = r.record("schbench").expect("schbench record");
+    let n = u(&s["requests"]);
+    assert!(n > 0, "{s}");
+    for key in ["wakeup_latency_ns", "request_latency_ns"] {
+        let h = &s[key];
+        assert_eq!(u(&h["count"]), n, "one sample per request: {s}");
+        let (p50, p99, p999, max) = (u(&h["p50"]), u(&h["p99"]), u(&h["p99_9"]), u(&h["max"]));
+        assert!(
+            u(&h["min"]) <= p50 && p50 <= p99 && p99 <= p999 && p999 <= max,
+            "{h}"
+        );
+    }
+    assert!(u(&s["rps"]) > 0);
+    assert!(
+        u(&s["sched"]["wake"]["nr_wakeups"]) >= n,
+        "every request is a wakeup: {s}"
     );
 }

@@ -40,6 +40,9 @@ pub fn print(result: &RunResult, kernel_elf: &Path) {
     for hb in result.records_of("hackbench") {
         print_hackbench(hb);
     }
+    for sb in result.records_of("schbench") {
+        print_schbench(sb);
+    }
     for (line, err) in &result.bad_records {
         println!("malformed record ({err}): {line}");
     }
@@ -125,6 +128,31 @@ fn print_hackbench(h: &Value) {
         u(&q["max"]),
         u(&q["count"])
     );
+}
+
+/// schbench's percentile lines (µs) and RPS.
+fn print_schbench(s: &Value) {
+    println!(
+        "schbench: {} message thread(s) x {} workers, {} requests, average rps {}",
+        u(&s["messengers"]),
+        u(&s["workers"]),
+        u(&s["requests"]),
+        u(&s["rps"])
+    );
+    for (name, key) in [
+        ("Wakeup", "wakeup_latency_ns"),
+        ("Request", "request_latency_ns"),
+    ] {
+        let h = &s[key];
+        println!(
+            "  {name} latencies (usec): 50.0th {} 90.0th {} * 99.0th {} 99.9th {} max {}",
+            u(&h["p50"]) / 1000,
+            u(&h["p90"]) / 1000,
+            u(&h["p99"]) / 1000,
+            u(&h["p99_9"]) / 1000,
+            u(&h["max"]) / 1000
+        );
+    }
 }
 
 fn print_fault(result: &RunResult, f: &Value, kernel_elf: &Path) {

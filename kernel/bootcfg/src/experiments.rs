@@ -40,6 +40,11 @@ pub const EXPERIMENTS: &[ExperimentInfo] = &[
         test_only: false,
     },
     ExperimentInfo {
+        name: "schbench",
+        description: "schbench v1 shape: message threads post requests to workers; wakeup and request latency percentiles (p50/p90/p99/p99.9) and RPS (args: messengers, workers, duration_ms, sleep_us, ops, work, cpu_lock=on|off)",
+        test_only: false,
+    },
+    ExperimentInfo {
         name: "test-panic",
         description: "panic deliberately (tests the panic path)",
         test_only: true,

@@ -7,6 +7,7 @@ mod faults;
 mod fpu;
 mod hackbench;
 mod latency;
+mod schbench;
 mod stress;
 
 use crate::arch::qemu::ExitCode;
@@ -22,6 +23,7 @@ pub fn run(name: &str, raw_args: &str, machine: &Machine) -> ExitCode {
         "latency" => latency::run(machine, &mut a),
         "fpu-check" => fpu::run(machine, &mut a),
         "hackbench" => hackbench::run(machine, &mut a),
+        "schbench" => schbench::run(machine, &mut a),
         _ => Ok(run_simple(name, machine)),
     };
     let result = result.and_then(|code| a.finish().map(|()| code));

@@ -72,6 +72,25 @@ pub fn for_experiment(experiment: &str) -> Result<Metric> {
             },
             title: |_| "latency".into(),
         },
+        "schbench" => Metric {
+            unit: "wakeup latency percentiles in microseconds",
+            better: Better::Lower,
+            decimals: 1,
+            extract: |r| {
+                let s = record(r, "schbench")?;
+                let w = &s["wakeup_latency_ns"];
+                Ok(["p50", "p90", "p99", "p99_9"]
+                    .iter()
+                    .map(|k| {
+                        (
+                            format!("wakeup-{}", k.replace('_', ".")),
+                            w[k].as_u64().unwrap_or(0) as f64 / 1e3,
+                        )
+                    })
+                    .collect())
+            },
+            title: |_| "schbench".into(),
+        },
         "stress" => Metric {
             unit: "pipe and socket messages",
             better: Better::Higher,
@@ -86,7 +105,7 @@ pub fn for_experiment(experiment: &str) -> Result<Metric> {
             title: |_| "stress".into(),
         },
         other => bail!(
-            "experiment '{other}' has no comparison metric (compare supports hackbench, latency, stress)"
+            "experiment '{other}' has no comparison metric (compare supports hackbench, schbench, latency, stress)"
         ),
     })
 }

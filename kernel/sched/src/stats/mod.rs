@@ -6,11 +6,13 @@
 //! fork placement per CPU. Each struct has `write_json`.
 
 pub mod hist;
+pub mod lat;
 
 use alloc::vec;
 use alloc::vec::Vec;
 use core::fmt::{self, Write};
 pub use hist::Log2Histogram;
+pub use lat::LatHistogram;
 
 /// Why a task changed CPU.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
