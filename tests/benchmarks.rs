@@ -143,3 +143,36 @@ fn schbench_measures_every_request() {
         "every request is a wakeup: {s}"
     );
 }
+
+#[test]
+fn netperf_rr_answers_every_request_and_stream_delivers_every_byte() {
+    for (test, args) in [
+        ("TCP_RR", "pairs:3,duration_ms:300"),
+        (
+            "TCP_STREAM",
+            "test:TCP_STREAM,pairs:2,duration_ms:300,send_size:4096",
+        ),
+    ] {
+        let mut b = Boot::new("netperf");
+        b.args = args;
+        b.timeout = Duration::from_secs(240);
+        let r = b.expect(Outcome::Success);
+        let n = r.record("netperf").expect("netperf record");
+        assert_eq!(n["test"], test);
+        assert_eq!(n["bytes_sent"], n["bytes_received"], "{n}");
+        let pairs = n["per_pair"].as_array().unwrap();
+        if test == "TCP_RR" {
+            assert_eq!(pairs.len(), 3);
+            let sum: u64 = pairs.iter().map(|p| u(&p["transactions"])).sum();
+            assert_eq!(sum, u(&n["transactions"]));
+            assert!(u(&n["trans_per_sec"]) > 0);
+            // 1-byte requests: bytes equal transactions.
+            assert_eq!(u(&n["bytes_received"]), u(&n["transactions"]));
+        } else {
+            assert!(
+                u(&n["bytes_received"]) >= 4096 && u(&n["mbit_per_sec"]) > 0,
+                "{n}"
+            );
+        }
+    }
+}

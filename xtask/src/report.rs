@@ -43,6 +43,22 @@ pub fn print(result: &RunResult, kernel_elf: &Path) {
     for sb in result.records_of("schbench") {
         print_schbench(sb);
     }
+    for n in result.records_of("netperf") {
+        if n["test"] == "TCP_RR" {
+            println!(
+                "netperf TCP_RR: {} pairs, Trans. Rate per sec {} ({} transactions)",
+                u(&n["pairs"]),
+                u(&n["trans_per_sec"]),
+                u(&n["transactions"])
+            );
+        } else {
+            println!(
+                "netperf TCP_STREAM: {} pairs, Throughput 10^6bits/sec {}",
+                u(&n["pairs"]),
+                u(&n["mbit_per_sec"])
+            );
+        }
+    }
     for (line, err) in &result.bad_records {
         println!("malformed record ({err}): {line}");
     }

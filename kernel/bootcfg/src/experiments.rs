@@ -45,6 +45,11 @@ pub const EXPERIMENTS: &[ExperimentInfo] = &[
         test_only: false,
     },
     ExperimentInfo {
+        name: "netperf",
+        description: "netperf loopback pairs over socketpairs: TCP_RR transactions/s or TCP_STREAM Mbit/s (args: test=TCP_RR|TCP_STREAM, pairs, duration_ms, request, response, send_size)",
+        test_only: false,
+    },
+    ExperimentInfo {
         name: "test-panic",
         description: "panic deliberately (tests the panic path)",
         test_only: true,

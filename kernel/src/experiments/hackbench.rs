@@ -25,16 +25,17 @@ use alloc::sync::Arc;
 use alloc::vec;
 use alloc::vec::Vec;
 use core::fmt::Write;
-use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicU64, Ordering};
 
 use super::args::Args;
+use super::gate::Gate;
 use crate::arch::qemu::ExitCode;
 use crate::arch::{percpu, time};
 use crate::machine::Machine;
 use crate::record::{Record, json_array};
+use crate::sync::pipe;
 use crate::sync::pipe::{PipeReader, PipeWriter};
-use crate::sync::{IrqSpinLock, pipe};
-use crate::task::{self, SpawnOptions, WaitQueue};
+use crate::task::{self, SpawnOptions};
 use crate::watchdog;
 
 /// Linux's default pipe size.
@@ -43,49 +44,6 @@ const PIPE_BYTES: usize = 64 * 1024;
 const SOCKET_BYTES: usize = 208 * 1024;
 /// Most worker threads (each has a 64 KiB stack).
 const MAX_TASKS: u64 = 8192;
-
-/// hackbench's ready pipe and wake fd: workers check in, then wait until the
-/// parent opens the gate.
-struct Gate {
-    ready: AtomicUsize,
-    parent: WaitQueue,
-    open: IrqSpinLock<bool>,
-    workers: WaitQueue,
-}
-
-impl Gate {
-    /// A worker checks in and waits for the start.
-    fn check_in_and_wait(&self) {
-        self.ready.fetch_add(1, Ordering::AcqRel);
-        self.parent.wake_one(false);
-        loop {
-            self.workers.prepare();
-            if *self.open.lock() {
-                break;
-            }
-            task::block();
-        }
-        self.workers.finish();
-    }
-
-    /// The parent waits until `n` workers checked in.
-    fn wait_ready(&self, n: usize) {
-        loop {
-            self.parent.prepare();
-            if self.ready.load(Ordering::Acquire) >= n {
-                break;
-            }
-            task::block();
-        }
-        self.parent.finish();
-    }
-
-    /// Starts everyone.
-    fn open(&self) {
-        *self.open.lock() = true;
-        self.workers.wake_all(false);
-    }
-}
 
 #[derive(Default)]
 struct Books {
@@ -125,12 +83,7 @@ pub fn run(_m: &Machine, a: &mut Args<'_>) -> Result<ExitCode, String> {
     );
     log::info!("Each sender will pass {loops} messages of {datasize} bytes ({transport})");
 
-    let gate = Arc::new(Gate {
-        ready: AtomicUsize::new(0),
-        parent: WaitQueue::new(),
-        open: IrqSpinLock::new(false),
-        workers: WaitQueue::new(),
-    });
+    let gate = Arc::new(Gate::new());
     let books = Arc::new(Books::default());
     let per_receiver = fds as u64 * loops * datasize as u64;
     watchdog::arm(30_000_000_000);

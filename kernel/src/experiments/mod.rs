@@ -5,8 +5,10 @@ mod args;
 mod boot;
 mod faults;
 mod fpu;
+mod gate;
 mod hackbench;
 mod latency;
+mod netperf;
 mod schbench;
 mod stress;
 
@@ -24,6 +26,7 @@ pub fn run(name: &str, raw_args: &str, machine: &Machine) -> ExitCode {
         "fpu-check" => fpu::run(machine, &mut a),
         "hackbench" => hackbench::run(machine, &mut a),
         "schbench" => schbench::run(machine, &mut a),
+        "netperf" => netperf::run(machine, &mut a),
         _ => Ok(run_simple(name, machine)),
     };
     let result = result.and_then(|code| a.finish().map(|()| code));

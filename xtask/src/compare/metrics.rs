@@ -91,6 +91,32 @@ pub fn for_experiment(experiment: &str) -> Result<Metric> {
             },
             title: |_| "schbench".into(),
         },
+        "netperf" => Metric {
+            unit: "TCP_RR transactions/s or TCP_STREAM Mbit/s",
+            better: Better::Higher,
+            decimals: 1,
+            extract: |r| {
+                let n = record(r, "netperf")?;
+                let key = if n["test"] == "TCP_RR" {
+                    "trans_per_sec"
+                } else {
+                    "mbit_per_sec"
+                };
+                let v = n[key]
+                    .as_u64()
+                    .with_context(|| format!("netperf record without {key}"))?;
+                Ok(vec![(String::new(), v as f64)])
+            },
+            title: |r| {
+                let t = r
+                    .record("netperf")
+                    .and_then(|n| n["test"].as_str())
+                    .unwrap_or("?")
+                    .to_lowercase()
+                    .replace('_', "-");
+                format!("netperf-{t}")
+            },
+        },
         "stress" => Metric {
             unit: "pipe and socket messages",
             better: Better::Higher,
@@ -105,7 +131,7 @@ pub fn for_experiment(experiment: &str) -> Result<Metric> {
             title: |_| "stress".into(),
         },
         other => bail!(
-            "experiment '{other}' has no comparison metric (compare supports hackbench, schbench, latency, stress)"
+            "experiment '{other}' has no comparison metric (compare supports hackbench, schbench, netperf, latency, stress)"
         ),
     })
 }
