@@ -176,3 +176,43 @@ fn netperf_rr_answers_every_request_and_stream_delivers_every_byte() {
         }
     }
 }
+
+#[test]
+fn nas_team_runs_every_phase_and_reports_its_fork_spread() {
+    let mut b = Boot::new("nas");
+    b.machine = Machine {
+        sockets: 2,
+        cores: 2,
+        threads: 1,
+        numa_nodes: 2,
+        memory_mib: 512,
+        ..Machine::default()
+    };
+    b.args = "threads:4,phases:10,work:2000,imbalance_pct:50";
+    b.timeout = Duration::from_secs(240);
+    let r = b.expect(Outcome::Success);
+    let n = r.record("nas").expect("nas record");
+    // 2 threads x 2000 + 2 threads x 3000, 10 phases.
+    assert_eq!(u(&n["work_units"]), 10 * (2 * 2000 + 2 * 3000), "{n}");
+    let targets: Vec<u64> = n["fork_targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(u)
+        .collect();
+    assert_eq!(targets.len(), 4);
+    assert_eq!(
+        targets.iter().sum::<u64>(),
+        4,
+        "every worker's fork is counted: {n}"
+    );
+    let per_node: Vec<u64> = n["fork_targets_per_node"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(u)
+        .collect();
+    assert_eq!(per_node.iter().sum::<u64>(), 4);
+    assert_eq!(u(&n["fork_max_on_one_cpu"]), *targets.iter().max().unwrap());
+    assert!(u(&n["time_ns"]) > 0);
+}

@@ -43,6 +43,20 @@ pub fn print(result: &RunResult, kernel_elf: &Path) {
     for sb in result.records_of("schbench") {
         print_schbench(sb);
     }
+    for n in result.records_of("nas") {
+        let t = u(&n["time_ns"]);
+        println!(
+            "nas: {} threads x {} phases: Time in seconds = {}.{:03}, Mop/s total = {}; forked onto {} CPUs (at most {} on one), per node {}",
+            u(&n["threads"]),
+            u(&n["phases"]),
+            t / 1_000_000_000,
+            t / 1_000_000 % 1000,
+            u(&n["mops"]),
+            u(&n["fork_cpus_used"]),
+            u(&n["fork_max_on_one_cpu"]),
+            n["fork_targets_per_node"]
+        );
+    }
     for n in result.records_of("netperf") {
         if n["test"] == "TCP_RR" {
             println!(

@@ -50,6 +50,11 @@ pub const EXPERIMENTS: &[ExperimentInfo] = &[
         test_only: false,
     },
     ExperimentInfo {
+        name: "nas",
+        description: "NAS OpenMP shape (BT/LU/SP/UA): fork a team, compute phases separated by barriers, join; time, Mop/s and fork spread (args: threads, phases, work, imbalance_pct)",
+        test_only: false,
+    },
+    ExperimentInfo {
         name: "test-panic",
         description: "panic deliberately (tests the panic path)",
         test_only: true,

@@ -8,6 +8,7 @@ mod fpu;
 mod gate;
 mod hackbench;
 mod latency;
+mod nas;
 mod netperf;
 mod schbench;
 mod stress;
@@ -27,6 +28,7 @@ pub fn run(name: &str, raw_args: &str, machine: &Machine) -> ExitCode {
         "hackbench" => hackbench::run(machine, &mut a),
         "schbench" => schbench::run(machine, &mut a),
         "netperf" => netperf::run(machine, &mut a),
+        "nas" => nas::run(machine, &mut a),
         _ => Ok(run_simple(name, machine)),
     };
     let result = result.and_then(|code| a.finish().map(|()| code));

@@ -110,7 +110,8 @@ pub fn cpu_state(cpu: usize) -> &'static CpuSched {
     &CPUS.get().expect("scheduler not initialised")[cpu]
 }
 
-/// The scheduler core. Call it only with interrupts off.
+/// The scheduler core. Call its operations only with interrupts off (its
+/// configuration and topology may be read any time).
 pub fn core() -> &'static Scheduler<DynPolicy> {
     CORE.get().expect("scheduler not initialised")
 }

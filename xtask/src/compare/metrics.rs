@@ -117,6 +117,19 @@ pub fn for_experiment(experiment: &str) -> Result<Metric> {
                 format!("netperf-{t}")
             },
         },
+        "nas" => Metric {
+            unit: "time in seconds",
+            better: Better::Lower,
+            decimals: 4,
+            extract: |r| {
+                let n = record(r, "nas")?;
+                let ns = n["time_ns"]
+                    .as_u64()
+                    .context("nas record without time_ns")?;
+                Ok(vec![(String::new(), ns as f64 / 1e9)])
+            },
+            title: |_| "nas".into(),
+        },
         "stress" => Metric {
             unit: "pipe and socket messages",
             better: Better::Higher,
@@ -131,7 +144,7 @@ pub fn for_experiment(experiment: &str) -> Result<Metric> {
             title: |_| "stress".into(),
         },
         other => bail!(
-            "experiment '{other}' has no comparison metric (compare supports hackbench, schbench, netperf, latency, stress)"
+            "experiment '{other}' has no comparison metric (compare supports hackbench, schbench, netperf, nas, latency, stress)"
         ),
     })
 }
