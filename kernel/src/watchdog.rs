@@ -10,8 +10,9 @@
 //!   [`progress`] at least every `timeout`; otherwise it is deadlocked or
 //!   starved.
 //!
-//! The report names the CPU, what each CPU runs and its queued threads (when
-//! the scheduler lock can be taken), then ends the run with exit status
+//! The report names the CPU, what each CPU runs and its queued threads (for
+//! each CPU whose runqueue lock can be taken; a stuck CPU holding its own is
+//! said to), then ends the run with exit status
 //! "watchdog".
 
 use alloc::string::String;
@@ -71,7 +72,8 @@ pub fn progress() {
 }
 
 /// Tick hook (interrupt context). Once the watchdog fired, every other CPU
-/// parks here, so the reporting CPU can take the scheduler lock.
+/// parks here (outside any runqueue lock), so the reporting CPU can read
+/// their runqueues.
 pub fn on_tick() {
     if FIRED.load(Ordering::Acquire) {
         crate::arch::cpu::halt_forever();

@@ -66,7 +66,7 @@ pub struct Thread {
     pub last_cpu: AtomicU32,
     stack: Mutex<Option<Box<[u64]>>>,
     entry: Mutex<Option<Box<dyn FnOnce() + Send>>>,
-    /// Set when it exits (readable without the scheduler lock).
+    /// Set when it exits (readable without any lock).
     pub exited: AtomicBool,
     /// Joiners wait here.
     pub exit_wq: WaitQueue,
