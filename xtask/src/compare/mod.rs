@@ -227,6 +227,8 @@ pub fn render(t: &Table, runs: u32) -> String {
         "\n{} -- {} ({better}), {runs} runs per configuration",
         t.title, t.unit
     );
+    let _ = writeln!(out, "baseline: {}", t.baseline_name);
+    let _ = writeln!(out, "variant:  {}", t.variant_name);
     let (mean_name, best_name) = match t.better {
         Better::Lower => ("Amean", "BAmean-95"),
         Better::Higher => ("Hmean", "BHmean-95"),
@@ -244,14 +246,7 @@ pub fn render(t: &Table, runs: u32) -> String {
         "{:<10} {:<op_w$} {:>col$} {:>col$}",
         "", "", "baseline", "variant"
     );
-    let _ = writeln!(
-        out,
-        "{:<10} {:<op_w$} {:>col$} {:>col$}",
-        "",
-        "",
-        clip(&t.baseline_name, col),
-        clip(&t.variant_name, col)
-    );
+
     for (op, metric, s) in &t.cells {
         let opname = if metric.is_empty() {
             op.clone()
@@ -295,16 +290,6 @@ pub fn render(t: &Table, runs: u32) -> String {
         }
     }
     out
-}
-
-fn clip(s: &str, w: usize) -> String {
-    if s.chars().count() <= w {
-        s.to_string()
-    } else {
-        let mut c: String = s.chars().take(w - 1).collect();
-        c.push('~');
-        c
-    }
 }
 
 #[cfg(test)]
