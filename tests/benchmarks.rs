@@ -216,3 +216,51 @@ fn nas_team_runs_every_phase_and_reports_its_fork_spread() {
     assert_eq!(u(&n["fork_max_on_one_cpu"]), *targets.iter().max().unwrap());
     assert!(u(&n["time_ns"]) > 0);
 }
+
+#[test]
+fn trace_becomes_a_timeline_with_every_fork_and_switch() {
+    let mut b = Boot::new("hackbench");
+    b.args = "groups:1,fds:3,loops:10";
+    b.trace = 8192;
+    b.timeout = Duration::from_secs(240);
+    let r = b.expect(Outcome::Success);
+    let (t, s) = xtask::trace::chrome_trace(&r.records).expect("trace records");
+    assert_eq!(s.dropped, 0);
+    assert_eq!(s.cpus, 2);
+    // main + 6 hackbench workers.
+    assert!(s.threads >= 7, "{s:?}");
+    let ev = t["traceEvents"].as_array().unwrap();
+    let forks = ev
+        .iter()
+        .filter(|e| {
+            e["name"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("fork hb-"))
+        })
+        .count();
+    assert_eq!(forks, 6, "one fork event per worker");
+    let wakeups = ev
+        .iter()
+        .filter(|e| {
+            e["name"]
+                .as_str()
+                .is_some_and(|n| n.starts_with("wakeup hb-"))
+        })
+        .count();
+    let h = r.record("hackbench").unwrap();
+    assert!(
+        wakeups as u64 >= u(&h["sched"]["wake"]["nr_wakeups"]) / 2,
+        "{wakeups}"
+    );
+    // Every worker ran somewhere.
+    for i in 0..3 {
+        for role in ["recv", "send"] {
+            let name = format!("hb-{role}0.{i}");
+            assert!(
+                ev.iter()
+                    .any(|e| e["ph"] == "X" && e["name"] == name.as_str()),
+                "{name} never ran"
+            );
+        }
+    }
+}

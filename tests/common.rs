@@ -23,6 +23,8 @@ pub struct Boot {
     pub idle: &'static str,
     /// Scheduling policy name.
     pub policy: &'static str,
+    /// Scheduler trace events per CPU (0 = no trace).
+    pub trace: u32,
     pub firmware: Firmware,
     pub machine: Machine,
     pub timeout: Duration,
@@ -37,6 +39,7 @@ impl Boot {
             icount: None,
             idle: "hlt",
             policy: "fair",
+            trace: 0,
             firmware: Firmware::Bios,
             machine: Machine {
                 memory_mib: 256,
@@ -54,6 +57,7 @@ impl Boot {
             args: self.args.into(),
             idle: self.idle.into(),
             policy: self.policy.into(),
+            trace: self.trace,
             ..BootConfig::default()
         };
         let qemu = QemuConfig {

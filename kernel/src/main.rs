@@ -22,6 +22,7 @@ mod mm;
 mod record;
 mod sync;
 mod task;
+mod trace;
 mod watchdog;
 
 use bootcfg::BootConfig;
@@ -152,6 +153,7 @@ fn start_scheduler(m: &machine::Machine, cfg: &BootConfig) {
         .emit();
     let topo = sched::SchedTopo::new(&m.topology, m.domains.clone());
     task::sched::init(topo, sc, policy, nr);
+    trace::init(nr, cfg.trace);
     task::sched::set_idle_mwait(mwait);
     machine::scheduler_ready(nr);
 }
@@ -209,6 +211,7 @@ fn print_banner(mem: &mm::MemoryInfo, acpi: &acpi::AcpiInfo, cfg: &BootConfig, b
 
 /// Emits the final `exit` record and leaves the machine.
 fn end(code: ExitCode) -> ! {
+    trace::dump();
     Record::new("exit").str("status", code.name()).emit();
     qemu::exit(code)
 }

@@ -128,6 +128,13 @@ pub struct RunArgs {
     /// Experiment argument KEY=VALUE (repeatable), e.g. --arg threads=512.
     #[arg(long = "arg", value_name = "KEY=VALUE")]
     pub args: Vec<String>,
+    /// Record a scheduler trace (switches, wakeups, migrations, forks) and
+    /// write it to FILE as a Chrome/Perfetto timeline (ui.perfetto.dev).
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+    /// Trace events kept per CPU (the first ones; later ones are counted as dropped).
+    #[arg(long, default_value_t = 65_536, value_name = "N")]
+    pub trace_events: u32,
 }
 
 /// Options of `cargo xtask compare`: every `run` option describes the
@@ -239,8 +246,13 @@ impl RunArgs {
             sched::Features::parse(&self.features)
                 .map_err(|e| anyhow::anyhow!("--features {}: {e}", self.features))?;
         }
+        let trace = if self.trace.is_some() {
+            self.trace_events.max(1)
+        } else {
+            0
+        };
         let text = format!(
-            "experiment={}\nlog={}\nlabel={}\nhz={}\npick={}\nfeatures={}\nargs={}\nidle={}\npolicy={}\n",
+            "experiment={}\nlog={}\nlabel={}\nhz={}\npick={}\nfeatures={}\nargs={}\nidle={}\npolicy={}\ntrace={trace}\n",
             self.experiment,
             self.log_level,
             self.label,

@@ -8,6 +8,7 @@
 //! - [`runner`]: run QEMU with a timeout, split log lines from result records
 //! - [`outcome`]: what a run's exit status means
 //! - [`symbolize`]: map a faulting RIP back to a function and source line
+//! - [`trace`]: the kernel's scheduler trace as a Chrome/Perfetto timeline
 //! - [`compare`]: baseline-vs-variant runs and the mmtests compare-kernels table
 
 pub mod build;
@@ -22,6 +23,7 @@ pub mod qemu;
 pub mod report;
 pub mod runner;
 pub mod symbolize;
+pub mod trace;
 
 use std::path::PathBuf;
 

@@ -100,6 +100,23 @@ fn run(args: &RunArgs) -> Result<i32> {
         );
     }
     report::print(&result, &launcher.kernel);
+    if let Some(path) = &args.trace {
+        let (trace, s) = xtask::trace::chrome_trace(&result.records)?;
+        std::fs::write(path, serde_json::to_vec(&trace)?)
+            .with_context(|| format!("writing {}", path.display()))?;
+        let dropped = if s.dropped > 0 {
+            format!(", {} dropped: raise --trace-events", s.dropped)
+        } else {
+            String::new()
+        };
+        println!(
+            "trace: {} events on {} CPUs{dropped}, {} threads -> {} (open in ui.perfetto.dev)",
+            s.events,
+            s.cpus,
+            s.threads,
+            path.display()
+        );
+    }
     Ok(result.outcome.exit_code())
 }
 

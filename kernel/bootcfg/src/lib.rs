@@ -79,7 +79,12 @@ pub struct BootConfig {
     pub idle: String,
     /// Scheduling policy (`sched::policies::POLICIES`), default "fair".
     pub policy: String,
+    /// Scheduler trace: events kept per CPU (0 = no trace).
+    pub trace: u32,
 }
+
+/// Most trace events kept per CPU.
+pub const TRACE_MAX: u32 = 1 << 22;
 
 /// The experiment run when nothing is configured.
 pub const DEFAULT_EXPERIMENT: &str = "boot";
@@ -96,6 +101,7 @@ impl Default for BootConfig {
             args: String::new(),
             idle: String::from("hlt"),
             policy: String::from("fair"),
+            trace: 0,
         }
     }
 }
@@ -134,6 +140,8 @@ pub enum ConfigError {
     BadIdle { line: usize, value: String },
     /// A policy name with characters outside `[a-z0-9_]`.
     BadPolicy { line: usize, value: String },
+    /// A trace size that is not an integer up to [`TRACE_MAX`].
+    BadTrace { line: usize, value: String },
 }
 
 impl fmt::Display for ConfigError {
@@ -145,7 +153,7 @@ impl fmt::Display for ConfigError {
             }
             ConfigError::UnknownKey { line, key } => write!(
                 f,
-                "boot config line {line}: unknown key '{key}' (known: experiment, log, label, hz, pick, features, args, idle, policy)"
+                "boot config line {line}: unknown key '{key}' (known: experiment, log, label, hz, pick, features, args, idle, policy, trace)"
             ),
             ConfigError::DuplicateKey { line, key } => {
                 write!(f, "boot config line {line}: key '{key}' given twice")
@@ -168,6 +176,10 @@ impl fmt::Display for ConfigError {
             ConfigError::BadLabel { line, value } => write!(
                 f,
                 "boot config line {line}: bad label '{value}' (up to 64 of A-Z a-z 0-9 . _ -)"
+            ),
+            ConfigError::BadTrace { line, value } => write!(
+                f,
+                "boot config line {line}: bad trace size '{value}' (events per CPU, 0 to {TRACE_MAX})"
             ),
             ConfigError::BadPolicy { line, value } => {
                 write!(f, "boot config line {line}: bad policy name '{value}'")
@@ -229,7 +241,7 @@ impl BootConfig {
     pub fn parse(bytes: &[u8]) -> Result<BootConfig, ConfigError> {
         let text = core::str::from_utf8(bytes).map_err(|_| ConfigError::NotUtf8)?;
         let mut cfg = BootConfig::default();
-        let mut seen = [false; 9];
+        let mut seen = [false; 10];
         for (i, raw) in text.lines().enumerate() {
             let line = i + 1;
             let content = raw.split('#').next().unwrap_or("").trim();
@@ -250,6 +262,7 @@ impl BootConfig {
                 "args" => 6,
                 "idle" => 7,
                 "policy" => 8,
+                "trace" => 9,
                 _ => {
                     return Err(ConfigError::UnknownKey {
                         line,
@@ -278,6 +291,16 @@ impl BootConfig {
                         line,
                         value: value.to_string(),
                     })?;
+                }
+                9 => {
+                    cfg.trace = value
+                        .parse::<u32>()
+                        .ok()
+                        .filter(|n| *n <= TRACE_MAX)
+                        .ok_or(ConfigError::BadTrace {
+                            line,
+                            value: value.to_string(),
+                        })?;
                 }
                 8 => {
                     let ok = !value.is_empty()
@@ -386,6 +409,9 @@ impl BootConfig {
             s.push_str(&self.label);
             s.push('\n');
         }
+        if self.trace > 0 {
+            s.push_str(&alloc::format!("trace={}\n", self.trace));
+        }
         s
     }
 }
@@ -406,8 +432,16 @@ mod tests {
             args: "threads:64,duration_ms:500".into(),
             idle: "mwait".into(),
             policy: "prev_idle".into(),
+            trace: 4096,
         };
         assert_eq!(BootConfig::parse(cfg.to_text().as_bytes()), Ok(cfg));
+        assert_eq!(
+            BootConfig::parse(b"trace=lots"),
+            Err(ConfigError::BadTrace {
+                line: 1,
+                value: "lots".into()
+            })
+        );
     }
 
     #[test]

@@ -85,6 +85,7 @@ pub fn spawn(opts: SpawnOptions, f: impl FnOnce() + Send + 'static) -> JoinHandl
     let parent = core().current(cpu);
     let start = opts.pinned.map_or(Start::Fork, Start::Bound);
     let res = core().start_task(task, parent, cpu, start, opts.nice, TaskPolicy::Normal, now);
+    crate::trace::event(cpu, crate::trace::Kind::Fork, thread.tid, res.cpu as u64, 0);
     // IPIs go out before interrupts come back, so `cpu` is still this CPU.
     send_ipis(&res.resched, cpu);
     if was_on {

@@ -34,6 +34,7 @@ use super::switch::switch_context;
 use super::thread::{Thread, ThreadId, ThreadState};
 use crate::arch::{ipi, percpu, time};
 use crate::sync::IrqSpinLock;
+use crate::trace;
 
 /// The thread table: every live thread by id (for creation, reaping and
 /// reports; never touched on the scheduling fast paths).
@@ -278,13 +279,34 @@ pub(super) fn wake_irqs_off(t: &Arc<Thread>, sync: bool, cpu: usize, now: u64) -
     match w.state {
         ThreadState::Blocked => {
             w.state = ThreadState::Runnable;
-            core().wake_up(t.task, cpu, sync, now).resched
+            let r = core().wake_up(t.task, cpu, sync, now);
+            trace::event(
+                cpu,
+                trace::Kind::Wakeup,
+                t.tid,
+                r.cpu as u64,
+                u64::from(sync),
+            );
+            r.resched
         }
         ThreadState::Runnable => {
             w.wake_pending = true;
             Vec::new()
         }
         ThreadState::Exited => Vec::new(),
+    }
+}
+
+/// Trace the tasks the core moved (balancing, exec) from `cpu`'s call.
+fn trace_migrations(cpu: usize, moved: &[sched::core::Migration]) {
+    if !trace::on() {
+        return;
+    }
+    for m in moved {
+        if let Some(t) = thread_of(m.task) {
+            let to = ((m.to as u64) << 4) | m.reason as u64;
+            trace::event(cpu, trace::Kind::Migrate, t.tid, m.from as u64, to);
+        }
     }
 }
 
@@ -315,6 +337,7 @@ pub(super) fn switch_to(cpu: usize, sw: sched::Switch) {
         .next
         .map(|t| thread_of(t).expect("picked a task with no thread"));
     send_ipis(&sw.resched, cpu);
+    trace_migrations(cpu, &sw.migrations);
     let cs = cpu_state(cpu);
     let prev = cs.current.lock().clone();
     let same = match (&prev, &next) {
@@ -334,6 +357,8 @@ pub(super) fn switch_to(cpu: usize, sw: sched::Switch) {
     if let Some(p) = &prev {
         p.check_canary();
     }
+    let tid = |t: &Option<Arc<Thread>>| t.as_ref().map_or(0, |t| t.tid);
+    trace::event(cpu, trace::Kind::Switch, tid(&next), tid(&prev), 0);
     crate::arch::fpu::switch_out(prev.as_deref().map(|p| &p.fpu));
     let (save, prev_on_cpu) = match &prev {
         Some(p) => (p.rsp.as_ptr(), &p.on_cpu as *const AtomicBool),
@@ -419,6 +444,7 @@ pub fn on_tick() {
         resched.extend(wake_irqs_off(t, false, cpu, now));
     }
     let tick = core().tick(cpu, now);
+    trace_migrations(cpu, &tick.migrations);
     resched.extend(tick.resched);
     send_ipis(&resched, cpu);
     if tick.need_resched || resched.contains(&cpu) {

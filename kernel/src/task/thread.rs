@@ -49,6 +49,8 @@ pub struct WakeState {
 /// One kernel thread.
 pub struct Thread {
     pub id: ThreadId,
+    /// Run-wide thread number (never reused; names the thread in traces).
+    pub tid: u64,
     pub name: String,
     pub nice: i32,
     /// CPU it is bound to, if any.
@@ -90,6 +92,7 @@ impl Thread {
         let rsp = switch::initial_stack(&mut stack, start);
         Thread {
             id,
+            tid: crate::trace::new_tid(&name),
             name,
             nice,
             pinned,

@@ -53,6 +53,9 @@ pub fn run(args: &CompareArgs) -> Result<i32> {
 /// Boots every run of the comparison with `launcher`'s kernel and collects
 /// the samples.
 pub fn measure(args: &CompareArgs, launcher: &Launcher) -> Result<Table> {
+    if args.run.trace.is_some() {
+        bail!("--trace records one run: use it with `cargo xtask run`, not compare");
+    }
     let metric = metrics::for_experiment(&args.run.experiment)?;
     let base_run = args.run.clone();
     let mut var_run = args.run.clone();
