@@ -159,6 +159,9 @@ pub struct CompareArgs {
     /// e.g. groups=1,4,8 for hackbench).
     #[arg(long, value_name = "KEY=V1,V2")]
     pub sweep: Option<String>,
+    /// Also draw the comparison as an SVG bar chart (means, ±σ, samples).
+    #[arg(long, value_name = "FILE")]
+    pub plot: Option<PathBuf>,
 }
 
 /// Options of `cargo xtask test`.

@@ -9,6 +9,7 @@
 //! zero variance and any difference is the configuration's effect alone.
 
 pub mod metrics;
+pub mod plot;
 pub mod stats;
 
 use std::fmt::Write as _;
@@ -47,6 +48,11 @@ pub fn run(args: &CompareArgs) -> Result<i32> {
     let launcher = Launcher::build(args.run.release, args.run.max_log_level.as_deref())?;
     let table = measure(args, &launcher)?;
     print!("{}", render(&table, args.runs));
+    if let Some(path) = &args.plot {
+        std::fs::write(path, plot::svg(&table)?)
+            .with_context(|| format!("writing {}", path.display()))?;
+        println!("plot: {}", path.display());
+    }
     Ok(0)
 }
 

@@ -1,0 +1,153 @@
+//! The comparison as an SVG bar chart (plotters): for every op (and metric)
+//! the baseline's and the variant's mean side by side, with ±1 sample
+//! standard deviation whiskers and every sample as a dot.
+
+use anyhow::{Result, anyhow};
+use plotters::prelude::*;
+
+use super::Table;
+use super::stats::{self, Better};
+
+/// Renders `t` as an SVG document.
+pub fn svg(t: &Table) -> Result<String> {
+    let mut out = String::new();
+    {
+        let n = t.cells.len().max(1);
+        let width = (160 + 140 * n as u32).max(480);
+        let root = SVGBackend::with_string(&mut out, (width, 420)).into_drawing_area();
+        root.fill(&WHITE).map_err(|e| anyhow!("plot: {e}"))?;
+        let ymax = t
+            .cells
+            .iter()
+            .flat_map(|(_, _, s)| s.baseline.iter().chain(&s.variant))
+            .copied()
+            .fold(0.0f64, f64::max)
+            * 1.15;
+        let better = match t.better {
+            Better::Lower => "lower is better",
+            Better::Higher => "higher is better",
+        };
+        let mut chart = ChartBuilder::on(&root)
+            .caption(format!("{} ({better})", t.title), ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(70)
+            .build_cartesian_2d(0f64..n as f64, 0f64..ymax.max(1e-9))
+            .map_err(|e| anyhow!("plot: {e}"))?;
+        let labels: Vec<String> = t
+            .cells
+            .iter()
+            .map(|(op, m, _)| match (op.as_str(), m.is_empty()) {
+                ("-", false) => m.clone(),
+                (_, false) => format!("{op}/{m}"),
+                _ => op.clone(),
+            })
+            .collect();
+        chart
+            .configure_mesh()
+            .disable_x_mesh()
+            .x_labels(n)
+            .x_label_formatter(&|x| {
+                let i = x.floor() as usize;
+                labels.get(i).cloned().unwrap_or_default()
+            })
+            .y_desc(t.unit)
+            .draw()
+            .map_err(|e| anyhow!("plot: {e}"))?;
+        fn base(s: &super::Samples) -> &Vec<f64> {
+            &s.baseline
+        }
+        fn var(s: &super::Samples) -> &Vec<f64> {
+            &s.variant
+        }
+        type Pick = fn(&super::Samples) -> &Vec<f64>;
+        let series: [(f64, &String, RGBAColor, Pick); 2] = [
+            (0.15, &t.baseline_name, BLUE.mix(0.6), base),
+            (0.55, &t.variant_name, RED.mix(0.6), var),
+        ];
+        for (offset, name, color, pick) in series {
+            let bars = t.cells.iter().enumerate().map(move |(i, (_, _, s))| {
+                let m = stats::amean(pick(s));
+                let x0 = i as f64 + offset;
+                Rectangle::new([(x0, 0.0), (x0 + 0.3, m)], color.filled())
+            });
+            chart
+                .draw_series(bars)
+                .map_err(|e| anyhow!("plot: {e}"))?
+                .label(name.as_str())
+                .legend(move |(x, y)| {
+                    Rectangle::new([(x, y - 5), (x + 12, y + 5)], color.filled())
+                });
+            let whiskers = t.cells.iter().enumerate().map(move |(i, (_, _, s))| {
+                let v = pick(s);
+                let (m, sd) = (stats::amean(v), stats::stddev(v));
+                let x = i as f64 + offset + 0.15;
+                PathElement::new(
+                    vec![(x, (m - sd).max(0.0)), (x, m + sd)],
+                    BLACK.stroke_width(2),
+                )
+            });
+            chart
+                .draw_series(whiskers)
+                .map_err(|e| anyhow!("plot: {e}"))?;
+            let dots = t.cells.iter().enumerate().flat_map(move |(i, (_, _, s))| {
+                let x = i as f64 + offset + 0.15;
+                pick(s)
+                    .iter()
+                    .map(move |&v| Circle::new((x, v), 3, BLACK.filled()))
+            });
+            chart.draw_series(dots).map_err(|e| anyhow!("plot: {e}"))?;
+        }
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .draw()
+            .map_err(|e| anyhow!("plot: {e}"))?;
+        root.present().map_err(|e| anyhow!("plot: {e}"))?;
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Samples, Table};
+    use super::*;
+
+    #[test]
+    fn draws_both_configurations_for_every_op() {
+        let t = Table {
+            title: "hackbench-thread-pipes".into(),
+            unit: "time in seconds",
+            better: Better::Lower,
+            decimals: 4,
+            baseline_name: "fair cfs".into(),
+            variant_name: "fair cfs WA_SYNC".into(),
+            cells: vec![
+                (
+                    "1".into(),
+                    String::new(),
+                    Samples {
+                        baseline: vec![1.0, 1.2],
+                        variant: vec![0.8, 0.9],
+                    },
+                ),
+                (
+                    "4".into(),
+                    String::new(),
+                    Samples {
+                        baseline: vec![2.0, 2.4],
+                        variant: vec![2.1, 2.2],
+                    },
+                ),
+            ],
+        };
+        let svg = svg(&t).unwrap();
+        assert!(svg.starts_with("<svg"), "{}", &svg[..80.min(svg.len())]);
+        assert!(svg.contains("hackbench-thread-pipes"));
+        assert!(svg.contains("fair cfs WA_SYNC"));
+        // 4 bars + 4 whiskers + 8 sample dots at least.
+        assert!(svg.matches("<rect").count() >= 4);
+        assert!(svg.matches("<circle").count() >= 8);
+    }
+}
