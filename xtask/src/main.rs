@@ -116,8 +116,35 @@ fn run(args: &RunArgs) -> Result<i32> {
             s.threads,
             path.display()
         );
+        print_sched_latency(&xtask::trace::latency_table(&result.records)?);
     }
     Ok(result.outcome.exit_code())
+}
+
+/// The `perf sched latency`-style table of a traced run (largest delays first).
+fn print_sched_latency(rows: &[xtask::trace::TaskLatency]) {
+    const SHOWN: usize = 15;
+    println!(
+        " {:<24} | {:>11} | {:>8} | {:>12} | {:>12} | {:>14}",
+        "Task", "Runtime ms", "Switches", "Avg delay ms", "Max delay ms", "Max delay at s"
+    );
+    for r in rows.iter().take(SHOWN) {
+        println!(
+            " {:<24} | {:>11.3} | {:>8} | {:>12.3} | {:>12.3} | {:>14.6}",
+            format!("{}:{}", r.name, r.tid),
+            r.runtime_ns as f64 / 1e6,
+            r.switches,
+            r.avg_delay_ns as f64 / 1e6,
+            r.max_delay_ns as f64 / 1e6,
+            r.max_delay_at_ns as f64 / 1e9
+        );
+    }
+    if rows.len() > SHOWN {
+        println!(
+            " ... {} more threads (all of them in the trace file)",
+            rows.len() - SHOWN
+        );
+    }
 }
 
 fn test(args: &TestArgs) -> Result<i32> {

@@ -33,26 +33,36 @@ pub struct TraceSummary {
     pub threads: usize,
 }
 
-/// Builds the Chrome trace JSON from a run's records; errors if the run
-/// carried no trace.
-pub fn chrome_trace(records: &[Value]) -> Result<(Value, TraceSummary)> {
-    let mut names: HashMap<u64, String> = HashMap::new();
-    let mut events = Vec::new();
-    let mut dropped: HashMap<u64, u64> = HashMap::new();
+/// A run's trace records, decoded.
+struct Decoded {
+    names: HashMap<u64, String>,
+    /// Per CPU in time order, CPUs one after the other.
+    events: Vec<Event>,
+    /// Dropped events per CPU (every traced CPU has an entry).
+    dropped: HashMap<u64, u64>,
+}
+
+fn decode(records: &[Value]) -> Result<Decoded> {
+    let mut d = Decoded {
+        names: HashMap::new(),
+        events: Vec::new(),
+        dropped: HashMap::new(),
+    };
     for r in records {
         match r["type"].as_str() {
             Some("trace_threads") => {
                 for t in r["threads"].as_array().into_iter().flatten() {
                     let tid = t[0].as_u64().context("trace_threads entry without tid")?;
-                    names.insert(tid, t[1].as_str().unwrap_or("?").to_string());
+                    d.names
+                        .insert(tid, t[1].as_str().unwrap_or("?").to_string());
                 }
             }
             Some("trace") => {
                 let cpu = r["cpu"].as_u64().context("trace record without cpu")?;
-                dropped.insert(cpu, r["dropped"].as_u64().unwrap_or(0));
+                d.dropped.insert(cpu, r["dropped"].as_u64().unwrap_or(0));
                 for e in r["events"].as_array().into_iter().flatten() {
                     let f = |i: usize| e[i].as_u64().unwrap_or(0);
-                    events.push(Event {
+                    d.events.push(Event {
                         cpu,
                         ts: f(0),
                         kind: f(1),
@@ -65,9 +75,20 @@ pub fn chrome_trace(records: &[Value]) -> Result<(Value, TraceSummary)> {
             _ => {}
         }
     }
-    if dropped.is_empty() {
+    if d.dropped.is_empty() {
         bail!("the run has no trace records (was the kernel told to trace?)");
     }
+    Ok(d)
+}
+
+/// Builds the Chrome trace JSON from a run's records; errors if the run
+/// carried no trace.
+pub fn chrome_trace(records: &[Value]) -> Result<(Value, TraceSummary)> {
+    let Decoded {
+        names,
+        events,
+        dropped,
+    } = decode(records)?;
     let name = |tid: u64| {
         names
             .get(&tid)
@@ -142,6 +163,99 @@ pub fn chrome_trace(records: &[Value]) -> Result<(Value, TraceSummary)> {
     ))
 }
 
+/// One thread's line of the `perf sched latency`-style table.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TaskLatency {
+    pub name: String,
+    pub tid: u64,
+    /// Time it ran (ns).
+    pub runtime_ns: u64,
+    /// Times it was switched in.
+    pub switches: u64,
+    /// Wakeups/forks followed by a switch-in.
+    pub delays: u64,
+    /// Mean and largest wakeup (or fork) → running delay (ns).
+    pub avg_delay_ns: u64,
+    pub max_delay_ns: u64,
+    /// When the largest delay ended (ns since boot).
+    pub max_delay_at_ns: u64,
+}
+
+/// `perf sched latency` from the trace: per thread, its runtime, switch-ins
+/// and the delay from each wakeup (or fork) to it running, largest first.
+pub fn latency_table(records: &[Value]) -> Result<Vec<TaskLatency>> {
+    let Decoded {
+        names, mut events, ..
+    } = decode(records)?;
+    // One clock for all CPUs (the TSC), so a global order is meaningful.
+    events.sort_by_key(|e| (e.ts, e.kind != 0));
+    let mut rows: HashMap<u64, TaskLatency> = HashMap::new();
+    let mut pending: HashMap<u64, u64> = HashMap::new();
+    let mut running: HashMap<u64, (u64, u64)> = HashMap::new();
+    let mut delay_sum: HashMap<u64, u64> = HashMap::new();
+    for e in &events {
+        match e.kind {
+            1 | 3 => {
+                pending.entry(e.a).or_insert(e.ts);
+            }
+            0 => {
+                if let Some((prev, since)) = running.remove(&e.cpu) {
+                    entry(&mut rows, &names, prev).runtime_ns += e.ts.saturating_sub(since);
+                }
+                if e.a != 0 {
+                    running.insert(e.cpu, (e.a, e.ts));
+                    let r = entry(&mut rows, &names, e.a);
+                    r.switches += 1;
+                    if let Some(w) = pending.remove(&e.a) {
+                        let d = e.ts.saturating_sub(w);
+                        r.delays += 1;
+                        *delay_sum.entry(e.a).or_default() += d;
+                        if d >= r.max_delay_ns {
+                            r.max_delay_ns = d;
+                            r.max_delay_at_ns = e.ts;
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut out: Vec<TaskLatency> = rows
+        .into_values()
+        .map(|mut r| {
+            r.avg_delay_ns = delay_sum
+                .get(&r.tid)
+                .copied()
+                .unwrap_or(0)
+                .checked_div(r.delays)
+                .unwrap_or(0);
+            r
+        })
+        .collect();
+    out.sort_by(|a, b| b.max_delay_ns.cmp(&a.max_delay_ns).then(a.tid.cmp(&b.tid)));
+    Ok(out)
+}
+
+fn entry<'a>(
+    rows: &'a mut HashMap<u64, TaskLatency>,
+    names: &HashMap<u64, String>,
+    tid: u64,
+) -> &'a mut TaskLatency {
+    rows.entry(tid).or_insert_with(|| TaskLatency {
+        name: names
+            .get(&tid)
+            .cloned()
+            .unwrap_or_else(|| format!("thread {tid}")),
+        tid,
+        runtime_ns: 0,
+        switches: 0,
+        delays: 0,
+        avg_delay_ns: 0,
+        max_delay_ns: 0,
+        max_delay_at_ns: 0,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -202,5 +316,33 @@ mod tests {
                 .any(|e| e["name"] == "fork worker" && e["pid"] == 1)
         );
         assert!(chrome_trace(&[json!({"type": "boot"})]).is_err());
+    }
+
+    #[test]
+    fn latency_table_measures_wakeup_to_run() {
+        let records = vec![
+            json!({"type": "trace_threads", "threads": [[1, "a"], [2, "b"]]}),
+            json!({"type": "trace", "cpu": 0, "dropped": 0, "events": [
+                [100, 3, 1, 0, 0],   // fork a onto CPU 0
+                [150, 0, 1, 0, 0],   // a runs (delay 50)
+                [400, 1, 2, 1, 1],   // a wakes b onto CPU 1
+                [500, 0, 0, 1, 0]    // a stops (ran 350)
+            ]}),
+            json!({"type": "trace", "cpu": 1, "dropped": 0, "events": [
+                [700, 0, 2, 0, 0],   // b runs (delay 300)
+                [800, 0, 0, 2, 0]    // b stops (ran 100)
+            ]}),
+        ];
+        let t = latency_table(&records).unwrap();
+        assert_eq!(t.len(), 2);
+        assert_eq!(
+            (t[0].name.as_str(), t[0].max_delay_ns, t[0].max_delay_at_ns),
+            ("b", 300, 700)
+        );
+        assert_eq!((t[0].runtime_ns, t[0].switches, t[0].delays), (100, 1, 1));
+        assert_eq!(
+            (t[1].name.as_str(), t[1].avg_delay_ns, t[1].runtime_ns),
+            ("a", 50, 350)
+        );
     }
 }
