@@ -4,13 +4,17 @@
 //! do. Afterwards no task may be lost or duplicated, the counters must
 //! balance and every structural invariant must hold. A lock-order bug shows
 //! up as a hang (the test harness times out) or a "used without its lock"
-//! panic.
+//! panic. A second driver follows the kernel's own protocol: a wake-state
+//! lock per thread (`pi_lock`), `block_and_schedule` under it, reserved ids
+//! started with `start_task` (fork placement or bound), wakeups of any live
+//! thread id (including exited ones), on 16 CPUs.
 
 use crate::config::PickPolicy;
-use crate::sched::Scheduler;
+use crate::sched::{Scheduler, Start};
 use crate::sim::InvariantChecker;
 use crate::task::{TaskId, TaskPolicy, TaskState, Tasks};
 use crate::testutil::{sched, spec};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::vec::Vec;
@@ -171,4 +175,176 @@ fn concurrent_cpus_lose_no_task_eevdf_with_seed_switches() {
         "IDLE_CORE_HINT,IDLE_ACCT_ENTRY,WAKE_WIDE_HEAVY",
         20_000,
     );
+}
+
+/// The kernel's `Thread::wake` state.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum WakeState {
+    Runnable,
+    Blocked,
+    Exited,
+}
+
+struct KThread {
+    wake: Mutex<(WakeState, bool)>,
+}
+
+struct Kernel {
+    s: Scheduler,
+    threads: Mutex<HashMap<TaskId, Arc<KThread>>>,
+    clock: AtomicU64,
+    forks: AtomicU64,
+    exits: AtomicU64,
+}
+
+impl Kernel {
+    fn thread(&self, p: TaskId) -> Option<Arc<KThread>> {
+        self.threads.lock().unwrap().get(&p).cloned()
+    }
+
+    fn spawn(&self, cpu: usize, bound: bool, now: u64) {
+        let Some(p) = self.s.reserve_task() else {
+            return;
+        };
+        let t = Arc::new(KThread {
+            wake: Mutex::new((WakeState::Runnable, false)),
+        });
+        self.threads.lock().unwrap().insert(p, t);
+        let start = if bound {
+            Start::Bound(cpu)
+        } else {
+            Start::Fork
+        };
+        let parent = self.s.current(cpu);
+        self.s
+            .start_task(p, parent, cpu, start, 0, TaskPolicy::Normal, now);
+        self.forks.fetch_add(1, Relaxed);
+    }
+
+    /// `task::block()`: blocks in the core under the wake lock.
+    fn block(&self, cpu: usize, now: u64) {
+        let Some(cur) = self.s.current(cpu) else {
+            return;
+        };
+        let t = self.thread(cur).expect("running task has a thread");
+        let mut w = t.wake.lock().unwrap();
+        if core::mem::take(&mut w.1) {
+            return;
+        }
+        w.0 = WakeState::Blocked;
+        self.s.block_and_schedule(cpu, now);
+    }
+
+    /// `task::wake()`.
+    fn wake(&self, p: TaskId, cpu: usize, sync: bool, now: u64) {
+        let Some(t) = self.thread(p) else { return };
+        let mut w = t.wake.lock().unwrap();
+        match w.0 {
+            WakeState::Blocked => {
+                w.0 = WakeState::Runnable;
+                self.s.wake_up(p, cpu, sync, now);
+            }
+            WakeState::Runnable => w.1 = true,
+            WakeState::Exited => {}
+        }
+    }
+
+    /// `task::exit()`.
+    fn exit(&self, cpu: usize, now: u64) {
+        let Some(cur) = self.s.current(cpu) else {
+            return;
+        };
+        let t = self.thread(cur).expect("running task has a thread");
+        t.wake.lock().unwrap().0 = WakeState::Exited;
+        let p = self.s.exit(cpu, now);
+        assert_eq!(p, cur);
+        self.threads.lock().unwrap().remove(&p);
+        self.exits.fetch_add(1, Relaxed);
+        self.s.schedule(cpu, now);
+    }
+}
+
+fn drive_kernel_cpu(k: &Kernel, cpu: usize, steps: usize, max_live: u64) {
+    let mut rng = 0xD1B5_4A32_D192_ED03 ^ (cpu as u64 + 1);
+    for _ in 0..steps {
+        let now = k.clock.fetch_add(20_000, Relaxed);
+        match next(&mut rng) % 10 {
+            0 => {
+                if k.forks.load(Relaxed) - k.exits.load(Relaxed) < max_live {
+                    k.spawn(cpu, next(&mut rng).is_multiple_of(4), now);
+                }
+            }
+            1..=3 => k.block(cpu, now),
+            4..=6 => {
+                // Any id, live or not: wakeups of exited or reused ids must be harmless.
+                let p = TaskId((next(&mut rng) % (max_live * 2)) as u32);
+                k.wake(p, cpu, next(&mut rng).is_multiple_of(2), now);
+            }
+            7 => {
+                if next(&mut rng).is_multiple_of(3) {
+                    k.exit(cpu, now);
+                }
+            }
+            8 => {
+                if k.s.tick(cpu, now).need_resched {
+                    k.s.schedule(cpu, now);
+                }
+            }
+            _ => {
+                k.s.schedule(cpu, now);
+            }
+        }
+    }
+}
+
+#[test]
+fn kernel_protocol_on_16_cpus_loses_no_wakeup() {
+    let k = Arc::new(Kernel {
+        s: sched(&spec(2, 4, 2, 2), PickPolicy::Eevdf, ""),
+        threads: Mutex::new(HashMap::new()),
+        clock: AtomicU64::new(1_000_000),
+        forks: AtomicU64::new(0),
+        exits: AtomicU64::new(0),
+    });
+    let n = k.s.shared.nr_cpus();
+    assert_eq!(n, 16);
+    let threads: Vec<_> = (0..n)
+        .map(|cpu| {
+            let k = Arc::clone(&k);
+            std::thread::spawn(move || drive_kernel_cpu(&k, cpu, 10_000, 96))
+        })
+        .collect();
+    for t in threads {
+        t.join().expect("a CPU thread panicked");
+    }
+    // Wake every blocked thread; each CPU then schedules once.
+    let now = k.clock.fetch_add(1_000_000, Relaxed);
+    let live: Vec<TaskId> = k.threads.lock().unwrap().keys().copied().collect();
+    for p in &live {
+        k.wake(*p, 0, false, now);
+    }
+    for cpu in 0..n {
+        k.s.schedule(cpu, now);
+    }
+    let (forks, exits) = (k.forks.load(Relaxed), k.exits.load(Relaxed));
+    assert!(
+        forks > 100 && exits > 20,
+        "too little happened: {forks} forks, {exits} exits"
+    );
+    let core = k.s.core();
+    let alive: Vec<TaskId> = core.tasks.iter().map(|t| t.id).collect();
+    assert_eq!(
+        alive.len() as u64,
+        forks - exits,
+        "tasks lost or duplicated"
+    );
+    assert_eq!(alive.len(), live.len(), "core and thread table disagree");
+    for p in &alive {
+        let t = core.tasks.get(*p).expect("alive");
+        assert_ne!(t.state, TaskState::Sleeping, "{p:?}: a wakeup was lost");
+        assert_ne!(t.state, TaskState::Dead, "{p:?} dead but not freed");
+    }
+    InvariantChecker::default()
+        .check(&core)
+        .unwrap_or_else(|e| panic!("invariant broken after the kernel-protocol run: {e}"));
 }

@@ -37,6 +37,9 @@ pub struct Rq {
     pub curr: Option<TaskId>,
     /// TIF_NEED_RESCHED of curr.
     pub need_resched: bool,
+    /// The task `schedule()` is switching away from while it may drop this
+    /// runqueue's lock (balancing): still on the CPU, so not movable.
+    pub switching_out: Option<TaskId>,
     /// When the CPU last went (newly) idle, 0 when busy (`idle_stamp`).
     pub idle_stamp: u64,
     /// EWMA of idle durations (`avg_idle`).
@@ -78,6 +81,7 @@ impl Rq {
             cfs: CfsRq::default(),
             curr: None,
             need_resched: false,
+            switching_out: None,
             idle_stamp: 0,
             avg_idle: 2 * migration_cost,
             max_idle_balance_cost: migration_cost,

@@ -138,6 +138,10 @@ pub fn eoi() {
 /// trigger and vector (ICR bits 0-19).
 pub fn send_icr(apic_id: u32, low: u32) {
     if X2APIC.load(Ordering::Relaxed) {
+        // WRMSR to the x2APIC ICR is not serializing: without a fence the IPI
+        // can overtake earlier stores (e.g. the need_resched the target is to
+        // read), as Linux's weak_wrmsr_fence() notes.
+        core::sync::atomic::fence(Ordering::SeqCst);
         // SAFETY: x2APIC ICR is one 64-bit MSR (0x830), destination in bits 32-63.
         unsafe { Msr::new(0x830).write(((apic_id as u64) << 32) | low as u64) }
     } else {

@@ -88,7 +88,10 @@ pub fn can_migrate_task(core: &mut SchedCore, env: &LbEnv, p: TaskId, active: bo
     {
         return false;
     }
-    if core.rqs[env.src_cpu].curr == Some(p) {
+    // Running, or still on the CPU while its schedule() has the runqueue
+    // lock dropped for a balance pass (Linux's task_on_cpu()).
+    let src = &core.rqs[env.src_cpu];
+    if src.curr == Some(p) || src.switching_out == Some(p) {
         core.stats.lb.lb_failed_running += 1;
         return false;
     }
@@ -311,7 +314,13 @@ pub fn active_load_balance_cpu_stop(
         loop_max: 1,
     };
     core.update_rq_clock(busiest, now);
-    core.lock_also(target);
+    // Taking the target's lock may have dropped busiest's for a moment:
+    // another balancer can have pulled from it meanwhile.
+    if core.lock_also(target) && core.rqs[busiest].nr_running() <= 1 {
+        core.unlock(target);
+        core.stats.lb.alb_failed += 1;
+        return None;
+    }
     let mut pushed = None;
     for p in lru_tasks(core, busiest, usize::MAX) {
         if core.rqs[busiest].curr != Some(p) && can_migrate_task(core, &env, p, true) {

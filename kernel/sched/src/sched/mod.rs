@@ -176,6 +176,7 @@ impl<P: SchedPolicy> Scheduler<P> {
         // same task continuing: once prev exited its id may be reused by a
         // new task pulled in while a balance pass had this lock dropped.
         let mut prev_requeued = false;
+        core.rqs[cpu].switching_out = prev;
         if let Some(pv) = prev {
             let c = &mut *core;
             entity::put_prev_entity(&mut c.rqs[cpu].cfs, &mut c.tasks, &cfg, pv, now);
@@ -264,6 +265,7 @@ impl<P: SchedPolicy> Scheduler<P> {
         }
         core.resched.retain(|&c| c != cpu);
         core.rqs[cpu].need_resched = false;
+        core.rqs[cpu].switching_out = None;
         Switch {
             prev,
             next,
