@@ -89,9 +89,10 @@ pub fn can_migrate_task(core: &mut SchedCore, env: &LbEnv, p: TaskId, active: bo
         return false;
     }
     // Running, or still on the CPU while its schedule() has the runqueue
-    // lock dropped for a balance pass (Linux's task_on_cpu()).
+    // lock dropped for a balance pass (Linux's task_on_cpu()); the active
+    // push moves exactly that task, from its own CPU.
     let src = &core.rqs[env.src_cpu];
-    if src.curr == Some(p) || src.switching_out == Some(p) {
+    if src.curr == Some(p) || (!active && src.switching_out == Some(p)) {
         core.stats.lb.lb_failed_running += 1;
         return false;
     }
