@@ -25,6 +25,19 @@ pub enum Cmd {
     /// Run an experiment several times with a baseline and a variant scheduler
     /// configuration and print an mmtests compare-kernels table.
     Compare(Box<CompareArgs>),
+    /// Re-run a seed LKML thread's argument as a comparison: its benchmark
+    /// shape with the heuristic off (baseline) and on (variant). No seed:
+    /// list them. Extra options go to `compare` (e.g. --runs 10 --icount 3).
+    Seed {
+        /// Seed number (000-004).
+        seed: Option<String>,
+        /// On the seed's own machine (larger, slower) instead of a small one.
+        #[arg(long)]
+        full: bool,
+        /// Further `compare` options.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        extra: Vec<String>,
+    },
     /// Run every test: host unit/property tests, then QEMU integration tests.
     Test(TestArgs),
     /// Build the kernel ELF and the image builder only.

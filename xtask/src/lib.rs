@@ -9,6 +9,7 @@
 //! - [`outcome`]: what a run's exit status means
 //! - [`symbolize`]: map a faulting RIP back to a function and source line
 //! - [`trace`]: the kernel's scheduler trace as a Chrome/Perfetto timeline
+//! - [`seeds`]: the seed threads' comparisons as one command each
 //! - [`compare`]: baseline-vs-variant runs and the mmtests compare-kernels table
 
 pub mod build;
@@ -22,6 +23,7 @@ pub mod preset;
 pub mod qemu;
 pub mod report;
 pub mod runner;
+pub mod seeds;
 pub mod symbolize;
 pub mod trace;
 

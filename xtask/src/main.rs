@@ -16,6 +16,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Cmd::Run(args) => run(&args),
         Cmd::Compare(args) => xtask::compare::run(&args),
+        Cmd::Seed { seed, full, extra } => seed_cmd(seed.as_deref(), full, &extra),
         Cmd::Test(args) => test(&args),
         Cmd::Build { release } => prereq::ensure_rust()
             .and_then(|()| Launcher::build(release, None))
@@ -119,6 +120,25 @@ fn run(args: &RunArgs) -> Result<i32> {
         print_sched_latency(&xtask::trace::latency_table(&result.records)?);
     }
     Ok(result.outcome.exit_code())
+}
+
+/// `cargo xtask seed [N]`: list the recipes, or run one as a comparison.
+fn seed_cmd(seed: Option<&str>, full: bool, extra: &[String]) -> Result<i32> {
+    let Some(seed) = seed else {
+        for r in xtask::seeds::RECIPES {
+            println!("seed {}: {}", r.seed, r.title);
+            println!(
+                "    cargo xtask compare {} {}",
+                r.args.join(" "),
+                r.quick.join(" ")
+            );
+            println!("    --full: {}", r.full.join(" "));
+        }
+        return Ok(0);
+    };
+    let (recipe, args) = xtask::seeds::compare_args(seed, full, extra)?;
+    println!("seed {}: {}", recipe.seed, recipe.title);
+    xtask::compare::run(&args)
 }
 
 /// The `perf sched latency`-style table of a traced run (largest delays first).
