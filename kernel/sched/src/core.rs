@@ -27,7 +27,7 @@ use crate::fair::entity::{self, DequeueFlags, EnqueueFlags};
 use crate::fair::{cfs, eevdf};
 use crate::features::Feat;
 use crate::pelt::{self, Removed};
-use crate::rq::{LlcShared, Rq, RqSnap, RqView};
+use crate::rq::{LlcShared, Rq, RqSnap};
 use crate::small::Small;
 use crate::stats::{MigrationReason, SchedStats};
 use crate::task::{Task, TaskArena, TaskId, TaskState, Tasks};
@@ -245,11 +245,6 @@ impl Shared {
     /// The published snapshot of `cpu`, to read single fields.
     pub fn snap(&self, cpu: CpuId) -> &RqSnap {
         &self.snap[cpu]
-    }
-
-    /// The last published state of `cpu` (no lock).
-    pub fn snapshot(&self, cpu: CpuId) -> RqView {
-        self.snap[cpu].read()
     }
 
     /// Allocate a task id, or None when `cfg.max_tasks` tasks are alive.
@@ -593,14 +588,6 @@ impl<'a> SchedCore<'a> {
         while let Some((cpu, rq)) = self.rqs.held.pop() {
             self.shared.snap[cpu].publish(&rq);
             self.tasks.held.pop();
-        }
-    }
-
-    /// The live state of a held runqueue, else its last snapshot.
-    pub fn view(&self, cpu: CpuId) -> RqView {
-        match self.rqs.get(cpu) {
-            Some(rq) => RqView::of(rq),
-            None => self.shared.snap[cpu].read(),
         }
     }
 

@@ -240,7 +240,8 @@ impl LlcShared {
 }
 
 /// What other CPUs may read of a runqueue without its lock: published by the
-/// lock holder each time it releases the runqueue. Linux reads these fields
+/// lock holder each time it releases the runqueue; read field by field
+/// (one atomic load each) through `SchedCore`'s accessors. Linux reads these fields
 /// of a remote `struct rq` with READ_ONCE; here they are explicit atomics.
 #[derive(Debug, Default)]
 pub struct RqSnap {
@@ -261,113 +262,36 @@ pub struct RqSnap {
     pub(crate) capacity_orig: AtomicU64,
 }
 
-/// A copy of a [`RqSnap`] (or of a locked runqueue's live values).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct RqView {
-    /// The running task (None = idle).
-    pub curr: Option<crate::task::TaskId>,
-    /// TIF_NEED_RESCHED of curr.
-    pub need_resched: bool,
-    /// `nr_running`.
-    pub nr_running: u32,
-    /// SCHED_IDLE tasks queued.
-    pub nr_idle: u32,
-    /// The idle task runs.
-    pub curr_idle: bool,
-    /// cfs `load_avg`.
-    pub load_avg: u64,
-    /// cfs `runnable_load_avg` (pre-5.7 metric).
-    pub runnable_load_avg: u64,
-    /// cfs `util_avg`.
-    pub util_avg: u64,
-    /// cfs `runnable_avg`.
-    pub runnable_avg: u64,
-    /// cfs `last_update_time`.
-    pub last_update_time: u64,
-    /// cfs `min_vruntime`.
-    pub min_vruntime: u64,
-    /// `idle_stamp`.
-    pub idle_stamp: u64,
-    /// `cpu_capacity`.
-    pub capacity: u64,
-    /// `cpu_capacity_orig`.
-    pub capacity_orig: u64,
-}
-
-impl RqView {
-    /// The live values of a runqueue.
-    pub fn of(rq: &Rq) -> RqView {
-        let a = &rq.cfs.avg;
-        RqView {
-            curr: rq.curr,
-            need_resched: rq.need_resched,
-            nr_running: rq.cfs.nr_running,
-            nr_idle: rq.cfs.nr_idle,
-            curr_idle: rq.curr.is_none(),
-            load_avg: a.load_avg,
-            runnable_load_avg: a.runnable_load_avg,
-            util_avg: a.util_avg,
-            runnable_avg: a.runnable_avg,
-            last_update_time: a.last_update_time,
-            min_vruntime: rq.cfs.min_vruntime,
-            idle_stamp: rq.idle_stamp,
-            capacity: rq.cpu_capacity,
-            capacity_orig: rq.cpu_capacity_orig,
-        }
-    }
-
-    /// `idle_cpu()`.
-    pub fn is_idle(&self) -> bool {
-        self.curr_idle && self.nr_running == 0
-    }
-
-    /// `sched_idle_cpu()`.
-    pub fn is_sched_idle(&self) -> bool {
-        self.nr_running > 0 && self.nr_running == self.nr_idle
-    }
-}
-
 impl RqSnap {
     /// Publish the values of `rq` (its lock holder, before unlocking).
     pub fn publish(&self, rq: &Rq) {
-        let v = RqView::of(rq);
-        self.curr.store(v.curr.map_or(0, |t| t.0 + 1), Relaxed);
-        self.need_resched.store(v.need_resched, Relaxed);
-        self.nr_running.store(v.nr_running, Relaxed);
-        self.nr_idle.store(v.nr_idle, Relaxed);
-        self.curr_idle.store(v.curr_idle, Relaxed);
-        self.load_avg.store(v.load_avg, Relaxed);
-        self.runnable_load_avg.store(v.runnable_load_avg, Relaxed);
-        self.util_avg.store(v.util_avg, Relaxed);
-        self.runnable_avg.store(v.runnable_avg, Relaxed);
-        self.last_update_time.store(v.last_update_time, Relaxed);
-        self.min_vruntime.store(v.min_vruntime, Relaxed);
-        self.idle_stamp.store(v.idle_stamp, Relaxed);
-        self.capacity.store(v.capacity, Relaxed);
-        self.capacity_orig.store(v.capacity_orig, Relaxed);
+        let a = &rq.cfs.avg;
+        self.curr.store(rq.curr.map_or(0, |t| t.0 + 1), Relaxed);
+        self.need_resched.store(rq.need_resched, Relaxed);
+        self.nr_running.store(rq.cfs.nr_running, Relaxed);
+        self.nr_idle.store(rq.cfs.nr_idle, Relaxed);
+        self.curr_idle.store(rq.curr.is_none(), Relaxed);
+        self.load_avg.store(a.load_avg, Relaxed);
+        self.runnable_load_avg.store(a.runnable_load_avg, Relaxed);
+        self.util_avg.store(a.util_avg, Relaxed);
+        self.runnable_avg.store(a.runnable_avg, Relaxed);
+        self.last_update_time.store(a.last_update_time, Relaxed);
+        self.min_vruntime.store(rq.cfs.min_vruntime, Relaxed);
+        self.idle_stamp.store(rq.idle_stamp, Relaxed);
+        self.capacity.store(rq.cpu_capacity, Relaxed);
+        self.capacity_orig.store(rq.cpu_capacity_orig, Relaxed);
     }
 
-    /// Read the last published values (fields may be from different
-    /// publications, like Linux's lockless remote reads).
-    pub fn read(&self) -> RqView {
-        RqView {
-            curr: match self.curr.load(Relaxed) {
-                0 => None,
-                t => Some(crate::task::TaskId(t - 1)),
-            },
-            need_resched: self.need_resched.load(Relaxed),
-            nr_running: self.nr_running.load(Relaxed),
-            nr_idle: self.nr_idle.load(Relaxed),
-            curr_idle: self.curr_idle.load(Relaxed),
-            load_avg: self.load_avg.load(Relaxed),
-            runnable_load_avg: self.runnable_load_avg.load(Relaxed),
-            util_avg: self.util_avg.load(Relaxed),
-            runnable_avg: self.runnable_avg.load(Relaxed),
-            last_update_time: self.last_update_time.load(Relaxed),
-            min_vruntime: self.min_vruntime.load(Relaxed),
-            idle_stamp: self.idle_stamp.load(Relaxed),
-            capacity: self.capacity.load(Relaxed),
-            capacity_orig: self.capacity_orig.load(Relaxed),
+    /// The running task as last published (None = idle).
+    pub fn curr(&self) -> Option<TaskId> {
+        match self.curr.load(Relaxed) {
+            0 => None,
+            t => Some(TaskId(t - 1)),
         }
+    }
+
+    /// need_resched as last published.
+    pub fn need_resched(&self) -> bool {
+        self.need_resched.load(Relaxed)
     }
 }

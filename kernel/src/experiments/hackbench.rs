@@ -24,15 +24,14 @@ use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec;
 use alloc::vec::Vec;
-use core::fmt::Write;
 use core::sync::atomic::{AtomicU64, Ordering};
 
 use super::args::Args;
 use super::gate::Gate;
+use super::interval::Interval;
 use crate::arch::qemu::ExitCode;
-use crate::arch::{percpu, time};
 use crate::machine::Machine;
-use crate::record::{Record, json_array};
+use crate::record::Record;
 use crate::sync::pipe;
 use crate::sync::pipe::{PipeReader, PipeWriter};
 use crate::task::{self, SpawnOptions};
@@ -144,40 +143,18 @@ pub fn run(_m: &Machine, a: &mut Args<'_>) -> Result<ExitCode, String> {
         }
     }
     gate.wait_ready(tasks);
-    let cpus: Vec<(u32, u64, u64)> = percpu::online()
-        .map(|p| {
-            let cs = task::sched::cpu_state(p.cpu as usize);
-            (
-                p.cpu,
-                cs.switches.load(Ordering::Relaxed),
-                cs.migrations_in.load(Ordering::Relaxed),
-            )
-        })
-        .collect();
-    let before = task::sched::stats();
-    let t0 = time::now_ns();
+    let interval = Interval::start();
     gate.open();
     for h in handles {
         h.join();
     }
-    let elapsed = time::now_ns() - t0;
-    let during = task::sched::stats().since(&before);
+    let elapsed = interval.elapsed_ns();
+    let sched = interval.sched_json();
     watchdog::disarm();
 
     let messages = books.messages_sent.load(Ordering::Relaxed);
     let received = books.bytes_received.load(Ordering::Relaxed);
     let want_messages = (groups * fds * fds) as u64 * loops;
-    let per_cpu = json_array(cpus.iter(), |w, &(cpu, sw0, mig0)| {
-        let cs = task::sched::cpu_state(cpu as usize);
-        write!(
-            w,
-            "{{\"cpu\":{cpu},\"context_switches\":{},\"migrations_in\":{}}}",
-            cs.switches.load(Ordering::Relaxed) - sw0,
-            cs.migrations_in.load(Ordering::Relaxed) - mig0
-        )
-    });
-    let mut sched = String::new();
-    let _ = during.write_json(&mut sched);
     Record::new("hackbench")
         .str("mode", "thread")
         .str("transport", transport)
@@ -189,7 +166,7 @@ pub fn run(_m: &Machine, a: &mut Args<'_>) -> Result<ExitCode, String> {
         .u64("messages", messages)
         .u64("bytes", received)
         .u64("time_ns", elapsed)
-        .raw("per_cpu", &per_cpu)
+        .raw("per_cpu", &interval.per_cpu_json())
         .raw("sched", &sched)
         .emit();
     log::info!(

@@ -7,6 +7,7 @@ mod faults;
 mod fpu;
 mod gate;
 mod hackbench;
+mod interval;
 mod latency;
 mod nas;
 mod netperf;

@@ -21,8 +21,9 @@ use core::fmt::Write;
 use core::sync::atomic::{AtomicU64, Ordering};
 
 use super::args::{Args, compute};
+use super::interval::Interval;
+use crate::arch::percpu;
 use crate::arch::qemu::ExitCode;
-use crate::arch::{percpu, time};
 use crate::machine::Machine;
 use crate::record::{Record, json_array};
 use crate::sync::Barrier;
@@ -42,8 +43,7 @@ pub fn run(_m: &Machine, a: &mut Args<'_>) -> Result<ExitCode, String> {
     let barrier = Arc::new(Barrier::new(threads));
     let done = Arc::new(AtomicU64::new(0));
     watchdog::arm(30_000_000_000);
-    let before = task::sched::stats();
-    let t0 = time::now_ns();
+    let interval = Interval::start();
     let handles: Vec<_> = (0..threads)
         .map(|i| {
             let (b, d) = (barrier.clone(), done.clone());
@@ -69,12 +69,12 @@ pub fn run(_m: &Machine, a: &mut Args<'_>) -> Result<ExitCode, String> {
             )
         })
         .collect();
-    let forked = task::sched::stats().since(&before);
+    let forked = interval.sched();
     for h in handles {
         h.join();
     }
-    let elapsed = time::now_ns() - t0;
-    let during = task::sched::stats().since(&before);
+    let elapsed = interval.elapsed_ns();
+    let sched = interval.sched_json();
     watchdog::disarm();
 
     let units = done.load(Ordering::Relaxed);
@@ -105,8 +105,6 @@ pub fn run(_m: &Machine, a: &mut Args<'_>) -> Result<ExitCode, String> {
     let cpus_used = targets.iter().filter(|&&n| n > 0).count();
     let spread = json_array(targets.iter(), |w, n| write!(w, "{n}"));
     let node_spread = json_array(per_node.iter(), |w, n| write!(w, "{n}"));
-    let mut sched = String::new();
-    let _ = during.write_json(&mut sched);
     let mops = units * 1000 / elapsed.max(1); // units per µs = M units/s
     Record::new("nas")
         .u64("threads", threads as u64)

@@ -23,6 +23,7 @@ use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use super::args::Args;
 use super::gate::Gate;
+use super::interval::Interval;
 use crate::arch::qemu::ExitCode;
 use crate::arch::time;
 use crate::machine::Machine;
@@ -140,18 +141,18 @@ pub fn run(_m: &Machine, a: &mut Args<'_>) -> Result<ExitCode, String> {
         ));
     }
     gate.wait_ready(2 * pairs);
-    let before = task::sched::stats();
-    let t0 = time::now_ns();
+    let interval = Interval::start();
+    let t0 = interval.t0;
     gate.open();
     while time::now_ns() < t0 + duration_ns {
         task::sleep_ns(10_000_000);
     }
     stop.store(true, Ordering::Relaxed);
-    let elapsed = time::now_ns() - t0;
+    let elapsed = interval.elapsed_ns();
     for h in handles {
         h.join();
     }
-    let during = task::sched::stats().since(&before);
+    let sched = interval.sched_json();
     watchdog::disarm();
 
     let v = |x: &AtomicU64| x.load(Ordering::Relaxed);
@@ -168,8 +169,6 @@ pub fn run(_m: &Machine, a: &mut Args<'_>) -> Result<ExitCode, String> {
             v(&b.bytes_received)
         )
     });
-    let mut sched = String::new();
-    let _ = during.write_json(&mut sched);
     Record::new("netperf")
         .str("test", test)
         .u64("pairs", pairs as u64)

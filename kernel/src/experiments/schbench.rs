@@ -17,16 +17,16 @@
 use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
-use core::fmt::Write;
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use sched::stats::LatHistogram;
 
 use super::args::{Args, compute};
+use super::interval::Interval;
 use crate::arch::qemu::ExitCode;
 use crate::arch::{percpu, time};
 use crate::machine::Machine;
-use crate::record::{Record, json_array};
+use crate::record::Record;
 use crate::sync::{IrqSpinLock, Mutex};
 use crate::task::{self, SpawnOptions, WaitQueue};
 use crate::watchdog;
@@ -199,14 +199,8 @@ pub fn run(m: &Machine, a: &mut Args<'_>) -> Result<ExitCode, String> {
         .collect();
     let results = Arc::new(IrqSpinLock::new(WorkerStats::default()));
     watchdog::arm(30_000_000_000);
-    let cpus: Vec<(u32, u64)> = percpu::online()
-        .map(|p| {
-            let cs = task::sched::cpu_state(p.cpu as usize);
-            (p.cpu, cs.switches.load(Ordering::Relaxed))
-        })
-        .collect();
-    let before = task::sched::stats();
-    let t0 = time::now_ns();
+    let interval = Interval::start();
+    let t0 = interval.t0;
     let deadline = t0 + duration_ns;
     let mut handles = Vec::new();
     for (mi, msg) in msgs.iter().enumerate() {
@@ -248,8 +242,8 @@ pub fn run(m: &Machine, a: &mut Args<'_>) -> Result<ExitCode, String> {
     for h in handles {
         h.join();
     }
-    let elapsed = time::now_ns() - t0;
-    let during = task::sched::stats().since(&before);
+    let elapsed = interval.elapsed_ns();
+    let sched = interval.sched_json();
     watchdog::disarm();
 
     let r = results.lock();
@@ -258,16 +252,6 @@ pub fn run(m: &Machine, a: &mut Args<'_>) -> Result<ExitCode, String> {
     let (mut wake, mut req) = (String::new(), String::new());
     let _ = r.wakeup.write_json(&mut wake);
     let _ = r.request.write_json(&mut req);
-    let per_cpu = json_array(cpus.iter(), |w, &(cpu, sw0)| {
-        let cs = task::sched::cpu_state(cpu as usize);
-        write!(
-            w,
-            "{{\"cpu\":{cpu},\"context_switches\":{}}}",
-            cs.switches.load(Ordering::Relaxed) - sw0
-        )
-    });
-    let mut sched = String::new();
-    let _ = during.write_json(&mut sched);
     Record::new("schbench")
         .u64("messengers", messengers as u64)
         .u64("workers", workers as u64)
@@ -280,7 +264,7 @@ pub fn run(m: &Machine, a: &mut Args<'_>) -> Result<ExitCode, String> {
         .u64("elapsed_ns", elapsed)
         .raw("wakeup_latency_ns", &wake)
         .raw("request_latency_ns", &req)
-        .raw("per_cpu", &per_cpu)
+        .raw("per_cpu", &interval.per_cpu_json())
         .raw("sched", &sched)
         .emit();
     let us = |v: u64| v / 1000;

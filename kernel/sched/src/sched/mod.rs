@@ -102,25 +102,14 @@ impl<P: SchedPolicy> Scheduler<P> {
     /// The task running on `cpu` (None = idle), as last published: exact
     /// when read by `cpu` itself outside an operation.
     pub fn current(&self, cpu: CpuId) -> Option<TaskId> {
-        match self
-            .shared
-            .snap(cpu)
-            .curr
-            .load(core::sync::atomic::Ordering::Relaxed)
-        {
-            0 => None,
-            t => Some(TaskId(t - 1)),
-        }
+        self.shared.snap(cpu).curr()
     }
 
     /// Does `cpu` need to call `schedule()`? Lock-free, like testing
     /// TIF_NEED_RESCHED: whoever sets it publishes it before sending the
     /// reschedule IPI.
     pub fn need_resched(&self, cpu: CpuId) -> bool {
-        self.shared
-            .snap(cpu)
-            .need_resched
-            .load(core::sync::atomic::Ordering::Relaxed)
+        self.shared.snap(cpu).need_resched()
     }
 
     /// A copy of the task's data (None if it is not alive).
