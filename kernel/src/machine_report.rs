@@ -9,7 +9,7 @@ use core::fmt::Write;
 use topology::{CacheKind, CpuMask};
 
 use crate::machine::Machine;
-use crate::record::{Record, json_array, json_string};
+use crate::record::{Emit, Record, json_array, json_string};
 
 fn mask(m: &CpuMask) -> String {
     json_string(&alloc::format!("{m}"))

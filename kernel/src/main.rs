@@ -31,7 +31,7 @@ use bootloader_api::{BootInfo, BootloaderConfig, entry_point};
 use log::LevelFilter;
 
 use arch::qemu::{self, ExitCode};
-use record::Record;
+use record::{Emit, Record};
 
 /// Asks the bootloader to map all physical memory and give us a big stack.
 pub static BOOTLOADER_CONFIG: BootloaderConfig = {

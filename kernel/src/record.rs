@@ -1,133 +1,34 @@
 //! Machine-readable result records: one JSON object per line, prefixed with
 //! [`PREFIX`] so the host can separate them from log lines and firmware noise.
-//! The format of every record type is documented in `docs/results.md`.
+//! The JSON builder is shared with the host simulator (`workloads::json`);
+//! this module adds the console side. The format of every record type is
+//! documented in `docs/results.md`.
 //!
 //! ```text
 //! @@SCHEDLAB {"type":"boot","firmware":"bios","memory_bytes":268435456,...}
 //! ```
 
-use alloc::string::String;
-use core::fmt::{self, Write};
+
+pub use workloads::json::{Escaper, Record, json_array, json_string};
 
 use crate::arch::serial;
 
 /// Marks a result record on the console. Must match xtask's parser.
 pub const PREFIX: &str = "@@SCHEDLAB ";
 
-/// Writes `s` as the body of a JSON string (without quotes), escaping as RFC 8259 requires.
-pub fn escape_into(w: &mut dyn Write, s: &str) -> fmt::Result {
-    for c in s.chars() {
-        match c {
-            '"' => w.write_str("\\\"")?,
-            '\\' => w.write_str("\\\\")?,
-            '\n' => w.write_str("\\n")?,
-            '\r' => w.write_str("\\r")?,
-            '\t' => w.write_str("\\t")?,
-            c if (c as u32) < 0x20 => write!(w, "\\u{:04x}", c as u32)?,
-            c => w.write_char(c)?,
-        }
-    }
-    Ok(())
+/// Prints a finished record (one JSON object) as one console line.
+pub fn emit_json(json: &str) {
+    serial::with_port(|w| writeln!(w, "{PREFIX}{json}"));
 }
 
-/// A JSON array whose elements `f` writes (already valid JSON each):
-/// `json_array(xs, |w, x| write!(w, "{x}"))`.
-pub fn json_array<T>(
-    items: impl IntoIterator<Item = T>,
-    mut f: impl FnMut(&mut String, T) -> fmt::Result,
-) -> String {
-    let mut out = String::from("[");
-    for (i, item) in items.into_iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        // Writing into a String cannot fail.
-        let _ = f(&mut out, item);
-    }
-    out.push(']');
-    out
+/// `Record::emit()`: prints the record as one console line.
+pub trait Emit {
+    /// Prints the record.
+    fn emit(self);
 }
 
-/// A JSON string literal (quoted and escaped).
-pub fn json_string(s: &str) -> String {
-    let mut out = String::from("\"");
-    let _ = escape_into(&mut out, s);
-    out.push('"');
-    out
-}
-
-/// Adapter that JSON-escapes everything written through it.
-pub struct Escaper<'a>(pub &'a mut dyn Write);
-
-impl Write for Escaper<'_> {
-    fn write_str(&mut self, s: &str) -> fmt::Result {
-        escape_into(self.0, s)
-    }
-}
-
-/// Builder for one record: `Record::new("boot").str("firmware", "bios").emit()`.
-pub struct Record {
-    buf: String,
-}
-
-impl Record {
-    /// Starts a record of the given `type`.
-    pub fn new(kind: &str) -> Record {
-        let mut r = Record {
-            buf: String::with_capacity(256),
-        };
-        r.buf.push('{');
-        r.key("type");
-        r.push_string(kind);
-        r
-    }
-
-    fn key(&mut self, k: &str) {
-        if self.buf.len() > 1 {
-            self.buf.push(',');
-        }
-        self.push_string(k);
-        self.buf.push(':');
-    }
-
-    fn push_string(&mut self, s: &str) {
-        self.buf.push('"');
-        // Writing into a String cannot fail.
-        let _ = escape_into(&mut self.buf, s);
-        self.buf.push('"');
-    }
-
-    /// Adds a string field.
-    pub fn str(mut self, k: &str, v: &str) -> Record {
-        self.key(k);
-        self.push_string(v);
-        self
-    }
-
-    /// Adds an unsigned integer field.
-    pub fn u64(mut self, k: &str, v: u64) -> Record {
-        self.key(k);
-        let _ = write!(self.buf, "{v}");
-        self
-    }
-
-    /// Adds a boolean field.
-    pub fn bool(mut self, k: &str, v: bool) -> Record {
-        self.key(k);
-        self.buf.push_str(if v { "true" } else { "false" });
-        self
-    }
-
-    /// Adds a field whose value is already valid JSON (array or object).
-    pub fn raw(mut self, k: &str, json: &str) -> Record {
-        self.key(k);
-        self.buf.push_str(json);
-        self
-    }
-
-    /// Prints the record as one console line.
-    pub fn emit(mut self) {
-        self.buf.push('}');
-        serial::with_port(|w| writeln!(w, "{PREFIX}{}", self.buf));
+impl Emit for Record {
+    fn emit(self) {
+        emit_json(&self.finish());
     }
 }

@@ -18,7 +18,7 @@ use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use spin::Once;
 
 use crate::arch::{percpu, time};
-use crate::record::{Record, json_array, json_string};
+use crate::record::{Emit, Record, json_array, json_string};
 use crate::sync::IrqSpinLock;
 
 /// What happened.

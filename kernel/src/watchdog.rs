@@ -21,7 +21,7 @@ use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use crate::arch::qemu::{self, ExitCode};
 use crate::arch::{percpu, time};
-use crate::record::{Record, json_array, json_string};
+use crate::record::{Emit, Record, json_array, json_string};
 
 /// A CPU without a tick for this long is reported as stuck (bare metal).
 pub const HEARTBEAT_TIMEOUT_NS: u64 = 5_000_000_000;

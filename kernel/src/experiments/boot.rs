@@ -11,7 +11,7 @@ use core::sync::atomic::{AtomicU64, Ordering};
 use crate::arch::qemu::ExitCode;
 use crate::arch::{ipi, percpu, time};
 use crate::machine::Machine;
-use crate::record::{Record, json_array};
+use crate::record::{Emit, Record, json_array};
 
 /// How long to let every CPU tick before checking.
 const TICK_WINDOW_NS: u64 = 200_000_000;

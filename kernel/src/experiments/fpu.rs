@@ -27,11 +27,11 @@ use alloc::vec::Vec;
 use core::fmt::Write;
 use core::sync::atomic::{AtomicU64, Ordering};
 
-use super::args::{Args, Rng};
+use workloads::args::{Args, Rng};
 use crate::arch::qemu::ExitCode;
 use crate::arch::{fpu, percpu, time};
 use crate::machine::Machine;
-use crate::record::{Record, json_array};
+use crate::record::{Emit, Record, json_array};
 use crate::sync::IrqSpinLock;
 use crate::task::{self, SpawnOptions};
 use crate::watchdog;

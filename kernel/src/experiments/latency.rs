@@ -14,11 +14,11 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::fmt::Write;
 
-use super::args::Args;
+use workloads::args::Args;
 use crate::arch::qemu::ExitCode;
 use crate::arch::time;
 use crate::machine::Machine;
-use crate::record::{Record, json_array};
+use crate::record::{Emit, Record, json_array};
 use crate::sync::{IrqSpinLock, pipe};
 use crate::task::{self, SpawnOptions};
 use crate::watchdog;

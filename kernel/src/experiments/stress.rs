@@ -17,11 +17,11 @@ use alloc::vec::Vec;
 use core::fmt::Write;
 use core::sync::atomic::{AtomicU64, Ordering};
 
-use super::args::{Args, Rng, compute};
+use workloads::args::{Args, Rng, compute};
 use crate::arch::qemu::ExitCode;
 use crate::arch::{percpu, time};
 use crate::machine::Machine;
-use crate::record::{Record, json_array};
+use crate::record::{Emit, Record, json_array};
 use crate::sync::{Barrier, Mutex, Semaphore, pipe, socketpair};
 use crate::task::{self, SpawnOptions};
 use crate::watchdog;

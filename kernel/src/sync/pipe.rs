@@ -152,12 +152,6 @@ impl Socket {
         self.tx.write(data)
     }
 
-    /// Receives at least one byte (up to `out.len()`); 0 once the peer
-    /// closed and everything was read.
-    pub fn recv(&self, out: &mut [u8]) -> usize {
-        self.rx.read(out)
-    }
-
     /// Receives exactly `out.len()` bytes; false if the peer closed first.
     pub fn recv_exact(&self, out: &mut [u8]) -> bool {
         self.rx.read_exact(out)

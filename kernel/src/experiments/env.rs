@@ -1,0 +1,171 @@
+//! The kernel's [`workloads::Env`]: every operation is the real kernel
+//! operation on the calling kernel thread (pipes, barriers, semaphores,
+//! spawn/join, sleep), done before the future is first polled, so
+//! [`workloads::block_on_ready`] runs a workload to completion on one thread.
+//!
+//! `compute` runs the integer loop of `workloads::args::compute`; its
+//! working-set argument only matters to the simulator's cache model (the
+//! loop touches registers, not memory), which docs/simulator.md states.
+
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::fmt;
+use core::future::Future;
+use core::sync::atomic::Ordering;
+
+use workloads::{Closed, CpuCounters, Env, Snapshot, Spawn, block_on_ready};
+
+use crate::arch::{percpu, time};
+use crate::record::emit_json;
+use crate::sync::pipe::{PipeReader, PipeWriter};
+use crate::sync::{Barrier, Semaphore, pipe};
+use crate::task::{self, JoinHandle, SpawnOptions};
+use crate::watchdog;
+
+/// Bytes every `send` copies from (hackbench writes constant bytes too).
+static SOURCE: [u8; 64 * 1024] = [0x5A; 64 * 1024];
+
+/// The kernel environment (no state: everything lives in the kernel).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct KernelEnv;
+
+/// A channel's read end with the reader's buffer.
+pub struct Rx {
+    reader: PipeReader,
+    buf: Vec<u8>,
+}
+
+impl Env for KernelEnv {
+    type Tx = PipeWriter;
+    type Rx = Rx;
+    type Barrier = Barrier;
+    type Sem = Semaphore;
+    type Join = JoinHandle;
+
+    fn nr_cpus(&self) -> usize {
+        percpu::online().count()
+    }
+
+    fn node_of(&self, cpu: usize) -> u32 {
+        task::sched::core().shared.topo.cpus[cpu].node
+    }
+
+    fn now_ns(&self) -> u64 {
+        time::now_ns()
+    }
+
+    fn this_cpu(&self) -> usize {
+        percpu::cpu_index() as usize
+    }
+
+    fn snapshot(&self) -> Snapshot {
+        let cpus = percpu::online()
+            .map(|p| {
+                let cs = task::sched::cpu_state(p.cpu as usize);
+                CpuCounters {
+                    cpu: p.cpu,
+                    switches: cs.switches.load(Ordering::Relaxed),
+                    migrations_in: cs.migrations_in.load(Ordering::Relaxed),
+                }
+            })
+            .collect();
+        let stats = task::sched::stats();
+        Snapshot {
+            now_ns: time::now_ns(),
+            stats,
+            cpus,
+        }
+    }
+
+    fn emit(&self, record: &str) {
+        emit_json(record);
+    }
+
+    fn log(&self, line: fmt::Arguments<'_>) {
+        log::info!(target: "workload", "{line}");
+    }
+
+    fn progress(&self) {
+        watchdog::progress();
+    }
+
+    fn spawn<F>(&self, how: Spawn, f: F) -> impl Future<Output = JoinHandle> + Send
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        let opts = SpawnOptions {
+            name: how.name,
+            pinned: how.pinned,
+            ..Default::default()
+        };
+        core::future::ready(task::spawn(opts, move || block_on_ready(f)))
+    }
+
+    async fn join(&self, j: JoinHandle) {
+        j.join();
+    }
+
+    fn channel(&self, capacity: usize) -> (PipeWriter, Rx) {
+        let (w, reader) = pipe(capacity);
+        (
+            w,
+            Rx {
+                reader,
+                buf: Vec::new(),
+            },
+        )
+    }
+
+    async fn send(&self, tx: &PipeWriter, bytes: usize) -> Result<(), Closed> {
+        let mut left = bytes;
+        while left > 0 {
+            let n = left.min(SOURCE.len());
+            tx.write(&SOURCE[..n]).map_err(|_| Closed)?;
+            left -= n;
+        }
+        Ok(())
+    }
+
+    async fn recv(&self, rx: &mut Rx, max: usize) -> usize {
+        if rx.buf.len() < max {
+            rx.buf.resize(max, 0);
+        }
+        rx.reader.read(&mut rx.buf[..max])
+    }
+
+    fn barrier(&self, parties: usize) -> Barrier {
+        Barrier::new(parties)
+    }
+
+    async fn barrier_wait(&self, b: &Barrier) -> bool {
+        b.wait()
+    }
+
+    fn semaphore(&self, permits: u64) -> Semaphore {
+        Semaphore::new(permits)
+    }
+
+    async fn down(&self, s: &Semaphore) {
+        s.down();
+    }
+
+    async fn up(&self, s: &Semaphore) {
+        s.up();
+    }
+
+    async fn compute(&self, units: u64, _working_set: u64) {
+        core::hint::black_box(workloads::args::compute(units));
+    }
+
+    async fn sleep(&self, ns: u64) {
+        task::sleep_ns(ns);
+    }
+}
+
+/// Runs a workload on this kernel thread under the progress watchdog.
+pub fn run(w: workloads::Workload) -> Result<(), String> {
+    watchdog::arm(30_000_000_000);
+    let r = block_on_ready(w.run(&KernelEnv));
+    watchdog::disarm();
+    r
+}

@@ -1,0 +1,145 @@
+//! The environment a workload runs in: what a benchmark program asks of its
+//! operating system (threads, pipes/sockets, barriers, semaphores, CPU work,
+//! sleep, a clock), as one trait with two implementations:
+//!
+//! - the kernel's (`kernel/src/experiments/env.rs`): every call is a real
+//!   kernel operation on a real kernel thread and completes before the
+//!   future is first polled, so a trivial `block_on` runs the workload;
+//! - the host simulator's (`xtask/sim`): every call is a request to a
+//!   discrete-event engine that charges modelled CPU time, blocks and wakes
+//!   simulated tasks through the same `sched` crate, and completes the future
+//!   when the simulated operation is done.
+//!
+//! Operations that can block or take time are `async`; the rest (creating
+//! objects, reading the clock) are plain calls. Every returned future is
+//! `Send` because kernel threads migrate between CPUs.
+
+use alloc::string::String;
+use alloc::vec::Vec;
+use core::fmt;
+use core::future::Future;
+
+use sched::stats::SchedStats;
+
+/// The other end of a channel is gone (`EPIPE`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Closed;
+
+/// How a new thread starts.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Spawn {
+    /// Thread name (shown in traces and reports).
+    pub name: String,
+    /// Bound to this CPU for life (`sched_setaffinity` to one CPU / `taskset -c`);
+    /// `None` = fork placement decides.
+    pub pinned: Option<usize>,
+}
+
+impl Spawn {
+    /// An unpinned thread called `name`.
+    pub fn named(name: String) -> Spawn {
+        Spawn { name, pinned: None }
+    }
+}
+
+/// One CPU's scheduling counters at a moment.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CpuCounters {
+    /// Logical CPU.
+    pub cpu: u32,
+    /// Context switches so far.
+    pub switches: u64,
+    /// Tasks migrated onto this CPU so far.
+    pub migrations_in: u64,
+}
+
+/// The scheduler's counters at a moment (the start or end of a measured
+/// interval).
+#[derive(Clone, Debug)]
+pub struct Snapshot {
+    /// The environment's clock (ns).
+    pub now_ns: u64,
+    /// Machine-wide scheduler statistics.
+    pub stats: SchedStats,
+    /// Per-CPU switch and migration counters.
+    pub cpus: Vec<CpuCounters>,
+}
+
+/// What a workload may ask of its environment. See the module docs.
+pub trait Env: Clone + Send + Sync + 'static {
+    /// Write end of a channel; dropping the last one ends the stream.
+    type Tx: Send + Sync + 'static;
+    /// Read end of a channel.
+    type Rx: Send + 'static;
+    /// A reusable barrier.
+    type Barrier: Send + Sync + 'static;
+    /// A counting semaphore.
+    type Sem: Send + Sync + 'static;
+    /// Handle to wait for a thread's end.
+    type Join: Send + 'static;
+
+    /// Online CPUs.
+    fn nr_cpus(&self) -> usize;
+    /// NUMA node of `cpu`.
+    fn node_of(&self, cpu: usize) -> u32;
+    /// The clock (ns): TSC time in the kernel, simulated time in the simulator.
+    fn now_ns(&self) -> u64;
+    /// The CPU the calling thread runs on now.
+    fn this_cpu(&self) -> usize;
+    /// The scheduler's counters now.
+    fn snapshot(&self) -> Snapshot;
+    /// Emits a result record (one JSON object).
+    fn emit(&self, record: &str);
+    /// A console line (the benchmark's own output).
+    fn log(&self, line: fmt::Arguments<'_>);
+    /// Tells the watchdog the workload made progress.
+    fn progress(&self);
+
+    /// Creates a thread running `f` (`clone()` + `wake_up_new_task()`).
+    fn spawn<F>(&self, how: Spawn, f: F) -> impl Future<Output = Self::Join> + Send
+    where
+        F: Future<Output = ()> + Send + 'static;
+    /// Waits until the thread has exited.
+    fn join(&self, j: Self::Join) -> impl Future<Output = ()> + Send;
+
+    /// A pipe/socket direction holding `capacity` bytes; both ends wake the
+    /// other with WF_SYNC, as `pipe_write()` and `sock_def_readable()` do.
+    fn channel(&self, capacity: usize) -> (Self::Tx, Self::Rx);
+    /// Writes `bytes` bytes, blocking while the channel is full.
+    fn send(&self, tx: &Self::Tx, bytes: usize)
+    -> impl Future<Output = Result<(), Closed>> + Send;
+    /// Reads up to `max` bytes, blocking while the channel is empty; 0 =
+    /// every writer is gone and the channel is drained.
+    fn recv(&self, rx: &mut Self::Rx, max: usize) -> impl Future<Output = usize> + Send;
+
+    /// A barrier for `parties` threads.
+    fn barrier(&self, parties: usize) -> Self::Barrier;
+    /// Waits for the others; true in exactly one thread per round (the last
+    /// to arrive, which wakes the rest).
+    fn barrier_wait(&self, b: &Self::Barrier) -> impl Future<Output = bool> + Send;
+
+    /// A semaphore holding `permits`.
+    fn semaphore(&self, permits: u64) -> Self::Sem;
+    /// Takes a permit, blocking while there is none (futex wait).
+    fn down(&self, s: &Self::Sem) -> impl Future<Output = ()> + Send;
+    /// Returns a permit and wakes one waiter (futex wake, no WF_SYNC).
+    fn up(&self, s: &Self::Sem) -> impl Future<Output = ()> + Send;
+
+    /// `units` iterations of integer work over a `working_set` of bytes.
+    fn compute(&self, units: u64, working_set: u64) -> impl Future<Output = ()> + Send;
+    /// Sleeps at least `ns` (nanosleep).
+    fn sleep(&self, ns: u64) -> impl Future<Output = ()> + Send;
+}
+
+/// Reads exactly `n` bytes; false when the stream ends first.
+pub async fn recv_exact<E: Env>(env: &E, rx: &mut E::Rx, n: usize) -> bool {
+    let mut got = 0;
+    while got < n {
+        let k = env.recv(rx, n - got).await;
+        if k == 0 {
+            return false;
+        }
+        got += k;
+    }
+    true
+}

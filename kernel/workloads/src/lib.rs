@@ -1,0 +1,91 @@
+//! The benchmark shapes of the seed threads, written once.
+//!
+//! hackbench, schbench, netperf (TCP_RR / TCP_STREAM) and the NAS OpenMP
+//! team are `async fn`s over the [`Env`] trait: the kernel runs them on real
+//! kernel threads (QEMU or bare metal, every operation a real kernel
+//! operation), the host simulator runs them as simulated tasks on the same
+//! `sched` crate with a per-CPU clock and a cost model. Both parse the same
+//! arguments ([`args`]), emit the same records ([`json`]) and check the same
+//! books, so a result differs between backends only by what the backend's
+//! clock means. See docs/benchmarks.md and docs/simulator.md.
+#![no_std]
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+extern crate alloc;
+
+pub mod args;
+pub mod env;
+pub mod gate;
+pub mod hackbench;
+pub mod interval;
+pub mod json;
+pub mod nas;
+pub mod netperf;
+pub mod schbench;
+
+use alloc::string::String;
+use core::future::Future;
+use core::pin::pin;
+use core::task::{Context, Poll, Waker};
+
+pub use args::Args;
+pub use env::{Closed, CpuCounters, Env, Snapshot, Spawn};
+
+/// The experiments implemented here (the rest of the catalogue is
+/// kernel-only: boot, stress, latency, fault tests).
+pub const WORKLOADS: &[&str] = &["hackbench", "schbench", "netperf", "nas"];
+
+/// A benchmark with its parsed options, ready to run on any [`Env`].
+#[derive(Clone, Debug)]
+pub enum Workload {
+    /// hackbench.
+    Hackbench(hackbench::Params),
+    /// schbench.
+    Schbench(schbench::Params),
+    /// netperf.
+    Netperf(netperf::Params),
+    /// NAS OpenMP team.
+    Nas(nas::Params),
+}
+
+impl Workload {
+    /// Parses experiment `name`'s arguments on a machine of `nr_cpus` CPUs
+    /// (defaults such as one worker per CPU depend on it). None when `name`
+    /// is not one of [`WORKLOADS`]; an error names the bad or unknown key,
+    /// so a run fails before it starts.
+    pub fn parse(name: &str, raw_args: &str, nr_cpus: usize) -> Option<Result<Workload, String>> {
+        let mut a = Args::new(name, raw_args);
+        let w = match name {
+            "hackbench" => hackbench::Params::from_args(&mut a).map(Workload::Hackbench),
+            "schbench" => schbench::Params::from_args(&mut a, nr_cpus).map(Workload::Schbench),
+            "netperf" => netperf::Params::from_args(&mut a, nr_cpus).map(Workload::Netperf),
+            "nas" => nas::Params::from_args(&mut a, nr_cpus).map(Workload::Nas),
+            _ => return None,
+        };
+        Some(w.and_then(|w| a.finish().map(|()| w)))
+    }
+
+    /// Runs the benchmark in `env`; an error says which books did not balance.
+    pub async fn run<E: Env>(self, env: &E) -> Result<(), String> {
+        match self {
+            Workload::Hackbench(p) => hackbench::run(env, p).await,
+            Workload::Schbench(p) => schbench::run(env, p).await,
+            Workload::Netperf(p) => netperf::run(env, p).await,
+            Workload::Nas(p) => nas::run(env, p).await,
+        }
+    }
+}
+
+/// Runs a future whose every await completes at once (the kernel's
+/// environment, where each operation blocks the calling thread until done).
+/// Panics if the future ever returns `Pending`: that would be an
+/// environment whose operations do not complete synchronously.
+pub fn block_on_ready<F: Future>(f: F) -> F::Output {
+    let mut f = pin!(f);
+    let mut cx = Context::from_waker(Waker::noop());
+    match f.as_mut().poll(&mut cx) {
+        Poll::Ready(v) => v,
+        Poll::Pending => panic!("block_on_ready: an environment operation did not complete"),
+    }
+}

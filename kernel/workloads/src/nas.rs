@@ -1,0 +1,140 @@
+//! The shape of the NAS Parallel Benchmarks' OpenMP kernels (BT, LU, SP,
+//! UA) that seed 002 (find_idlest_group on NUMA machines) measures: the
+//! main thread forks `threads` workers, which run `phases` rounds of
+//! compute separated by barriers (an OpenMP parallel region with implicit
+//! barriers), then join. One straggler delays every phase, so the run time
+//! exposes fork placement that stacks threads on one CPU or one node, and
+//! balancing that is slow to fix it.
+//!
+//! Timed from the first fork to the last join, like a NAS run's wall time
+//! (thread creation included: OpenMP creates its team at the first region).
+//! The `nas` record gives the time, Mop/s-like throughput
+//! (threads x phases x work / time), the fork spread (threads forked onto
+//! each CPU and node, the most on one CPU) and the scheduler's decisions.
+//! `imbalance_pct` gives every other thread that much more work per phase
+//! (UA-like irregular work); `working_set_kib` is each thread's data (its
+//! cache footprint in the simulator). Barriers sleep at once (no OMP
+//! spin-wait).
+
+use alloc::format;
+use alloc::string::String;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::fmt::Write;
+use core::sync::atomic::{AtomicU64, Ordering};
+
+use crate::args::Args;
+use crate::env::{Env, Spawn};
+use crate::interval::Interval;
+use crate::json::{Record, json_array};
+
+/// The team's options.
+#[derive(Clone, Debug)]
+pub struct Params {
+    /// OpenMP threads (default: one per CPU).
+    pub threads: usize,
+    /// Parallel regions (barrier-separated phases).
+    pub phases: u64,
+    /// Work units per thread per phase.
+    pub work: u64,
+    /// Extra work of every odd thread, in percent.
+    pub imbalance_pct: u64,
+    /// Each thread's data (bytes).
+    pub working_set: u64,
+}
+
+impl Params {
+    /// Reads the experiment's arguments.
+    pub fn from_args(a: &mut Args<'_>, nr_cpus: usize) -> Result<Params, String> {
+        Ok(Params {
+            threads: a.u64("threads", nr_cpus as u64, 1..=4096)? as usize,
+            phases: a.u64("phases", 50, 1..=1_000_000)?,
+            work: a.u64("work", 20_000, 1..=1_000_000_000)?,
+            imbalance_pct: a.u64("imbalance_pct", 0, 0..=1000)?,
+            working_set: a.u64("working_set_kib", 256, 0..=1 << 20)? * 1024,
+        })
+    }
+
+    fn work_of(&self, thread: u64) -> u64 {
+        if thread % 2 == 1 {
+            self.work + self.work * self.imbalance_pct / 100
+        } else {
+            self.work
+        }
+    }
+}
+
+/// Runs the team and emits its `nas` record.
+pub async fn run<E: Env>(env: &E, p: Params) -> Result<(), String> {
+    let (threads, phases, work, imbalance) = (p.threads, p.phases, p.work, p.imbalance_pct);
+    env.log(format_args!(
+        "nas: {threads} threads, {phases} phases of {work} work units (imbalance {imbalance}%)"
+    ));
+    let barrier = Arc::new(env.barrier(threads));
+    let done = Arc::new(AtomicU64::new(0));
+    let interval = Interval::start(env);
+    let mut handles = Vec::with_capacity(threads);
+    for i in 0..threads {
+        let (e, b, d) = (env.clone(), barrier.clone(), done.clone());
+        let mine = p.work_of(i as u64);
+        let ws = p.working_set;
+        let body = async move {
+            for _ in 0..phases {
+                e.compute(mine, ws).await;
+                d.fetch_add(mine, Ordering::Relaxed);
+                if e.barrier_wait(&b).await {
+                    e.progress();
+                }
+            }
+        };
+        handles.push(env.spawn(Spawn::named(format!("omp{i}")), body).await);
+    }
+    let forked = interval.sched(env);
+    for h in handles {
+        env.join(h).await;
+    }
+    let end = interval.end(env);
+    let elapsed = end.elapsed_ns;
+
+    let units = done.load(Ordering::Relaxed);
+    let expected = phases * (0..threads as u64).map(|i| p.work_of(i)).sum::<u64>();
+    // Fork spread: where fork placement put the workers.
+    let targets = &forked.fork_targets;
+    let nodes = (0..env.nr_cpus())
+        .map(|c| env.node_of(c))
+        .max()
+        .map_or(1, |n| n as usize + 1);
+    let mut per_node = alloc::vec![0u64; nodes];
+    for (cpu, &n) in targets.iter().enumerate() {
+        per_node[env.node_of(cpu) as usize] += n;
+    }
+    let max_on_cpu = targets.iter().copied().max().unwrap_or(0);
+    let cpus_used = targets.iter().filter(|&&n| n > 0).count();
+    let spread = json_array(targets.iter(), |w, n| write!(w, "{n}"));
+    let node_spread = json_array(per_node.iter(), |w, n| write!(w, "{n}"));
+    let mops = units * 1000 / elapsed.max(1); // units per µs = M units/s
+    let rec = Record::new("nas")
+        .u64("threads", threads as u64)
+        .u64("phases", phases)
+        .u64("work", work)
+        .u64("imbalance_pct", imbalance)
+        .u64("working_set_kib", p.working_set / 1024)
+        .u64("time_ns", elapsed)
+        .u64("work_units", units)
+        .u64("mops", mops)
+        .raw("fork_targets", &spread)
+        .raw("fork_targets_per_node", &node_spread)
+        .u64("fork_cpus_used", cpus_used as u64)
+        .u64("fork_max_on_one_cpu", max_on_cpu)
+        .raw("sched", &end.sched_json());
+    env.emit(&rec.finish());
+    env.log(format_args!(
+        "nas: Time in seconds = {}.{:03}  Mop/s total = {mops}; forked onto {cpus_used} CPUs (at most {max_on_cpu} on one), per node {per_node:?}",
+        elapsed / 1_000_000_000,
+        elapsed / 1_000_000 % 1000
+    ));
+    if units != expected {
+        return Err(format!("nas: {units} work units done, expected {expected}"));
+    }
+    Ok(())
+}

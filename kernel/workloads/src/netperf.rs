@@ -1,0 +1,219 @@
+//! netperf's loopback tests between `pairs` client/server thread pairs, the
+//! workload of seed 004 (Mike Galbraith's netperf placements) and of SIS
+//! overload studies: each pair has its own socketpair (one channel each
+//! way, 208 KiB buffers, WF_SYNC wakeups like `sock_def_readable`).
+//!
+//! - `TCP_RR`: the client sends a `request`-byte request, the server answers
+//!   with `response` bytes; one transaction outstanding, no think time.
+//!   Result: transactions per second (all pairs summed, and per pair).
+//! - `TCP_STREAM`: the client sends `send_size`-byte writes back to back;
+//!   result: Mbit/s received by the servers.
+//!
+//! All pairs start together through the start gate; the test runs for
+//! `duration_ms`, then the clients stop after their current transaction and
+//! close their sockets, which ends the servers. Connection setup is outside
+//! the measurement, as in netperf.
+
+use alloc::format;
+use alloc::string::String;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::fmt::Write;
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use crate::args::Args;
+use crate::env::{Env, Spawn, recv_exact};
+use crate::gate::Gate;
+use crate::interval::Interval;
+use crate::json::{Record, json_array};
+
+/// Linux's default socket buffer (`net.core.wmem_default`).
+pub const SOCKET_BYTES: usize = 208 * 1024;
+
+/// netperf's options.
+#[derive(Clone, Debug)]
+pub struct Params {
+    /// "TCP_RR" or "TCP_STREAM".
+    pub test: &'static str,
+    /// Client/server pairs.
+    pub pairs: usize,
+    /// Test length.
+    pub duration_ns: u64,
+    /// RR request bytes.
+    pub request: usize,
+    /// RR response bytes.
+    pub response: usize,
+    /// STREAM bytes per send.
+    pub send_size: usize,
+}
+
+impl Params {
+    /// Reads the experiment's arguments (`pairs` defaults to one per CPU).
+    pub fn from_args(a: &mut Args<'_>, nr_cpus: usize) -> Result<Params, String> {
+        Ok(Params {
+            test: a.choice("test", &["TCP_RR", "TCP_STREAM"])?,
+            pairs: a.u64("pairs", nr_cpus as u64, 1..=2048)? as usize,
+            duration_ns: a.u64("duration_ms", 2000, 10..=3_600_000)? * 1_000_000,
+            request: a.u64("request", 1, 1..=65_536)? as usize,
+            response: a.u64("response", 1, 1..=65_536)? as usize,
+            send_size: a.u64("send_size", 16_384, 1..=1_048_576)? as usize,
+        })
+    }
+}
+
+/// One pair's counts.
+#[derive(Default)]
+struct PairBooks {
+    transactions: AtomicU64,
+    bytes_sent: AtomicU64,
+    bytes_received: AtomicU64,
+}
+
+/// Runs netperf and emits its `netperf` record.
+pub async fn run<E: Env>(env: &E, p: Params) -> Result<(), String> {
+    let Params {
+        test,
+        pairs,
+        duration_ns,
+        request,
+        response,
+        send_size,
+    } = p;
+    let rr = test == "TCP_RR";
+    if rr {
+        env.log(format_args!(
+            "netperf {test}: {pairs} pairs, {request}-byte requests, {response}-byte responses, {} ms",
+            duration_ns / 1_000_000
+        ));
+    } else {
+        env.log(format_args!(
+            "netperf {test}: {pairs} pairs, {send_size}-byte sends, {} ms",
+            duration_ns / 1_000_000
+        ));
+    }
+    let gate = Arc::new(Gate::new(env, 2 * pairs));
+    let stop = Arc::new(AtomicBool::new(false));
+    let books: Vec<Arc<PairBooks>> = (0..pairs).map(|_| Arc::new(PairBooks::default())).collect();
+    let mut handles = Vec::with_capacity(2 * pairs);
+    for (i, b) in books.iter().enumerate() {
+        let (to_server, mut server_rx) = env.channel(SOCKET_BYTES);
+        let (to_client, mut client_rx) = env.channel(SOCKET_BYTES);
+        let (e, g, bk) = (env.clone(), gate.clone(), b.clone());
+        let server = async move {
+            g.check_in_and_wait(&e).await;
+            if rr {
+                while recv_exact(&e, &mut server_rx, request).await {
+                    bk.bytes_received
+                        .fetch_add(request as u64, Ordering::Relaxed);
+                    if e.send(&to_client, response).await.is_err() {
+                        break;
+                    }
+                }
+            } else {
+                loop {
+                    let n = e.recv(&mut server_rx, send_size).await;
+                    if n == 0 {
+                        break;
+                    }
+                    bk.bytes_received.fetch_add(n as u64, Ordering::Relaxed);
+                }
+            }
+        };
+        handles.push(env.spawn(Spawn::named(format!("netserver{i}")), server).await);
+        let (e, g, bk, st) = (env.clone(), gate.clone(), b.clone(), stop.clone());
+        let client = async move {
+            g.check_in_and_wait(&e).await;
+            let mut n = 0u64;
+            if rr {
+                while !st.load(Ordering::Relaxed) {
+                    if e.send(&to_server, request).await.is_err()
+                        || !recv_exact(&e, &mut client_rx, response).await
+                    {
+                        break;
+                    }
+                    bk.transactions.fetch_add(1, Ordering::Relaxed);
+                    bk.bytes_sent.fetch_add(request as u64, Ordering::Relaxed);
+                    n += 1;
+                    if n.is_multiple_of(256) {
+                        e.progress();
+                    }
+                }
+            } else {
+                while !st.load(Ordering::Relaxed) {
+                    if e.send(&to_server, send_size).await.is_err() {
+                        break;
+                    }
+                    bk.bytes_sent.fetch_add(send_size as u64, Ordering::Relaxed);
+                    n += 1;
+                    if n.is_multiple_of(16) {
+                        e.progress();
+                    }
+                }
+            }
+            // Dropping the socket closes the server's side: it ends.
+            drop(to_server);
+        };
+        handles.push(env.spawn(Spawn::named(format!("netperf{i}")), client).await);
+    }
+    gate.wait_ready(env).await;
+    let interval = Interval::start(env);
+    let t0 = interval.t0();
+    gate.open(env).await;
+    while env.now_ns() < t0 + duration_ns {
+        env.sleep(10_000_000).await;
+    }
+    stop.store(true, Ordering::Relaxed);
+    let elapsed = interval.elapsed_ns(env);
+    for h in handles {
+        env.join(h).await;
+    }
+    let end = interval.end(env);
+
+    let v = |x: &AtomicU64| x.load(Ordering::Relaxed);
+    let trans: u64 = books.iter().map(|b| v(&b.transactions)).sum();
+    let received: u64 = books.iter().map(|b| v(&b.bytes_received)).sum();
+    let sent: u64 = books.iter().map(|b| v(&b.bytes_sent)).sum();
+    let per_s = |n: u64| n * 1_000_000_000 / elapsed.max(1);
+    let mbit = received * 8 * 1000 / elapsed.max(1); // bits/ns * 1000 = Mbit/s
+    let per_pair = json_array(books.iter(), |w, b| {
+        write!(
+            w,
+            "{{\"transactions\":{},\"bytes_received\":{}}}",
+            v(&b.transactions),
+            v(&b.bytes_received)
+        )
+    });
+    let rec = Record::new("netperf")
+        .str("test", test)
+        .u64("pairs", pairs as u64)
+        .u64("request", request as u64)
+        .u64("response", response as u64)
+        .u64("send_size", send_size as u64)
+        .u64("elapsed_ns", elapsed)
+        .u64("transactions", trans)
+        .u64("trans_per_sec", per_s(trans))
+        .u64("bytes_sent", sent)
+        .u64("bytes_received", received)
+        .u64("mbit_per_sec", mbit)
+        .raw("per_pair", &per_pair)
+        .raw("sched", &end.sched_json());
+    env.emit(&rec.finish());
+    if rr {
+        env.log(format_args!(
+            "{test}: Trans. Rate per sec {} ({trans} transactions)",
+            per_s(trans)
+        ));
+    } else {
+        env.log(format_args!(
+            "{test}: Throughput 10^6bits/sec {mbit} ({received} bytes)"
+        ));
+    }
+    // Every byte a client sent was received: RR requests are answered
+    // before the next is sent; STREAM servers read until end of file.
+    if received != sent || (rr && trans == 0) || (!rr && received == 0) {
+        return Err(format!(
+            "netperf {test}: {sent} bytes sent, {received} received, {trans} transactions"
+        ));
+    }
+    Ok(())
+}
