@@ -140,16 +140,7 @@ fn start_scheduler(m: &machine::Machine, cfg: &BootConfig) {
             "idle=mwait: this CPU has no MONITOR/MWAIT (CPUID.1:ECX[3])",
         );
     }
-    Record::new("sched_config")
-        .str("policy", policy.name())
-        .str("pick", pick.name())
-        .str("features", &alloc::format!("{}", sc.features))
-        .u64("tick_ns", sc.tunables.tick_ns)
-        .u64("sched_latency_ns", sc.tunables.sched_latency_ns)
-        .u64("min_granularity_ns", sc.tunables.min_granularity_ns)
-        .u64("wakeup_granularity_ns", sc.tunables.wakeup_granularity_ns)
-        .u64("base_slice_ns", sc.tunables.base_slice_ns)
-        .str("idle", &cfg.idle)
+    workloads::json::sched_config_record(policy.name(), &sc, &cfg.idle)
         .emit();
     let topo = sched::SchedTopo::new(&m.topology, m.domains.clone());
     task::sched::init(topo, sc, policy, nr);

@@ -282,6 +282,11 @@ impl RqSnap {
         self.capacity_orig.store(rq.cpu_capacity_orig, Relaxed);
     }
 
+    /// Queued fair tasks (running one included) as last published.
+    pub fn nr_running(&self) -> u32 {
+        self.nr_running.load(Relaxed)
+    }
+
     /// The running task as last published (None = idle).
     pub fn curr(&self) -> Option<TaskId> {
         match self.curr.load(Relaxed) {

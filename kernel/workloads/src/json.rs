@@ -124,3 +124,18 @@ impl Record {
         self.buf
     }
 }
+
+/// The `sched_config` record: what produced a run (policy, pick, switches,
+/// tunables, how idle CPUs wait). Emitted by the kernel and the simulator.
+pub fn sched_config_record(policy: &str, sc: &sched::SchedConfig, idle: &str) -> Record {
+    Record::new("sched_config")
+        .str("policy", policy)
+        .str("pick", sc.pick.name())
+        .str("features", &alloc::format!("{}", sc.features))
+        .u64("tick_ns", sc.tunables.tick_ns)
+        .u64("sched_latency_ns", sc.tunables.sched_latency_ns)
+        .u64("min_granularity_ns", sc.tunables.min_granularity_ns)
+        .u64("wakeup_granularity_ns", sc.tunables.wakeup_granularity_ns)
+        .u64("base_slice_ns", sc.tunables.base_slice_ns)
+        .str("idle", idle)
+}

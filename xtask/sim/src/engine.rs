@@ -1,0 +1,547 @@
+//! The discrete-event engine: simulated CPUs, each with its own clock
+//! position, running simulated tasks under the `sched` crate.
+//!
+//! Events (time-ordered, ties in the order they were posted, so a run is a
+//! pure function of its inputs and seed):
+//! - `Tick(cpu)`: `sched_tick()` every `tick_ns` on every CPU;
+//! - `SegEnd(cpu, generation)`: the running task finished the CPU work of its
+//!   current step (a stale generation means it was preempted or re-rated);
+//! - `Resched(cpu)`: a reschedule IPI arrives (after the IPI latency by
+//!   distance, plus idle exit when the target was idle);
+//! - `Timer(task)`: a sleep expires.
+//!
+//! A running task alternates CPU work (`left`, in ns at full speed,
+//! progressing at the CPU's rate: lower while its SMT sibling also runs) and
+//! effects carried out when the work is done (see [`crate::ops`]). Context
+//! switches and cache refills are charged as extra work of the task that
+//! switches in. Everything the scheduler decides comes from the same calls
+//! the kernel makes: `wake_up_new_task`, `try_to_wake_up`, `schedule`,
+//! `block`, `exit`, `tick`.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Waker};
+
+use sched::{DynPolicy, Scheduler, TaskId, TaskState};
+use workloads::args::Rng;
+
+use crate::cache::{self, DataHome, Geometry};
+use crate::env::SimEnv;
+use crate::profile::Profile;
+use crate::world::{Reply, Sys, TaskFuture, World};
+
+/// An event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Ev {
+    Tick(usize),
+    SegEnd(usize, u64),
+    Resched(usize),
+    Timer(TaskId),
+}
+
+/// What a task does when its current CPU work is done.
+pub(crate) enum After {
+    /// Poll its future (the reply, if any, is in `reply`).
+    Poll,
+    /// Carry out this request.
+    Do(Sys),
+    /// Deliver this reply, then poll.
+    Reply(Reply),
+}
+
+/// A simulated task.
+pub(crate) struct Task {
+    pub fut: Option<TaskFuture>,
+    pub serial: u64,
+    pub left: u64,
+    pub after: After,
+    pub reply: Option<Reply>,
+    pub ws: u64,
+    pub home: DataHome,
+    pub last_cpu: Option<usize>,
+    pub waiting: &'static str,
+}
+
+/// A simulated CPU.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Cpu {
+    pub generation: u64,
+    pub curr: Option<TaskId>,
+    pub seg_start: u64,
+    /// Speed in per-mille of full speed.
+    pub rate: u64,
+    /// Eviction clock: bytes of working sets switched in here.
+    pub touched: u64,
+    pub ipi_pending: bool,
+    pub local_resched: bool,
+}
+
+/// The engine.
+pub struct Engine {
+    pub(crate) sched: Arc<Scheduler<DynPolicy>>,
+    pub(crate) prof: Profile,
+    pub(crate) slit: Vec<Vec<u32>>,
+    pub(crate) world: Arc<Mutex<World>>,
+    pub(crate) env: SimEnv,
+    pub(crate) now: u64,
+    events: BinaryHeap<Reverse<(u64, u64, Ev)>>,
+    seq: u64,
+    pub(crate) cpus: Vec<Cpu>,
+    pub(crate) tasks: Vec<Option<Task>>,
+    pub(crate) next_serial: u64,
+    pub(crate) exited: BTreeSet<u64>,
+    pub(crate) joiners: BTreeMap<u64, Vec<TaskId>>,
+    rng: Rng,
+    pub(crate) tick_ns: u64,
+    /// Timers and IPIs in flight (a run with none, no runnable task and
+    /// unfinished work is deadlocked).
+    pending_wakes: u64,
+    /// Events processed.
+    pub events_done: u64,
+}
+
+impl Engine {
+    pub(crate) fn new(
+        sched: Scheduler<DynPolicy>,
+        prof: Profile,
+        slit: Vec<Vec<u32>>,
+        seed: u64,
+    ) -> Engine {
+        let n = sched.shared.nr_cpus();
+        let sched = Arc::new(sched);
+        let world = Arc::new(Mutex::new(World {
+            counters: (0..n)
+                .map(|cpu| workloads::CpuCounters {
+                    cpu: cpu as u32,
+                    ..Default::default()
+                })
+                .collect(),
+            ..World::default()
+        }));
+        let nodes = Arc::new(sched.shared.topo.cpus.iter().map(|c| c.node).collect());
+        let env = SimEnv {
+            world: world.clone(),
+            sched: sched.clone(),
+            nodes,
+        };
+        let tick_ns = sched.shared.cfg.tunables.tick_ns;
+        let mut e = Engine {
+            sched,
+            prof,
+            slit,
+            world,
+            env,
+            now: 0,
+            events: BinaryHeap::new(),
+            seq: 0,
+            cpus: vec![
+                Cpu {
+                    rate: 1000,
+                    ..Cpu::default()
+                };
+                n
+            ],
+            tasks: Vec::new(),
+            next_serial: 0,
+            exited: BTreeSet::new(),
+            joiners: BTreeMap::new(),
+            rng: Rng::new(seed ^ 0x5C4E_D51A),
+            tick_ns,
+            pending_wakes: 0,
+            events_done: 0,
+        };
+        for cpu in 0..n {
+            e.push(tick_ns, Ev::Tick(cpu));
+        }
+        e
+    }
+
+    pub(crate) fn geometry(&self) -> Geometry<'_> {
+        Geometry {
+            topo: &self.sched.shared.topo,
+            slit: &self.slit,
+        }
+    }
+
+    pub(crate) fn push(&mut self, t: u64, e: Ev) {
+        self.seq += 1;
+        if matches!(e, Ev::Timer(_) | Ev::Resched(_)) {
+            self.pending_wakes += 1;
+        }
+        self.events.push(Reverse((t, self.seq, e)));
+    }
+
+    /// A modelled cost with the seed's jitter, rounded to ns.
+    pub(crate) fn cost(&mut self, ns: f64) -> u64 {
+        if ns <= 0.0 {
+            return 0;
+        }
+        let j = self.prof.noise.jitter;
+        let f = if j > 0.0 {
+            let u = (self.rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+            1.0 + j * (2.0 * u - 1.0)
+        } else {
+            1.0
+        };
+        (ns * f).round() as u64
+    }
+
+    pub(crate) fn task(&mut self, p: TaskId) -> &mut Task {
+        self.tasks[p.0 as usize]
+            .as_mut()
+            .expect("simulator: unknown task")
+    }
+
+    /// Registers a new task's body under the scheduler's id.
+    pub(crate) fn add_task(&mut self, p: TaskId, fut: TaskFuture) -> u64 {
+        let i = p.0 as usize;
+        if self.tasks.len() <= i {
+            self.tasks.resize_with(i + 1, || None);
+        }
+        let serial = self.next_serial;
+        self.next_serial += 1;
+        self.tasks[i] = Some(Task {
+            fut: Some(fut),
+            serial,
+            left: 0,
+            after: After::Poll,
+            reply: None,
+            ws: 0,
+            home: DataHome::default(),
+            last_cpu: None,
+            waiting: "",
+        });
+        serial
+    }
+
+    /// Processes the next event; false when none is left or `t_end` is reached.
+    pub(crate) fn step(&mut self, t_end: u64) -> bool {
+        let Some(Reverse((t, _, e))) = self.events.pop() else {
+            return false;
+        };
+        if t > t_end {
+            self.events.push(Reverse((t, 0, e)));
+            return false;
+        }
+        self.now = t;
+        self.events_done += 1;
+        match e {
+            Ev::Tick(cpu) => self.tick(cpu),
+            Ev::SegEnd(cpu, generation) => {
+                if generation == self.cpus[cpu].generation {
+                    self.account(cpu);
+                    if let Some(p) = self.cpus[cpu].curr {
+                        self.task(p).left = 0;
+                    }
+                    self.run_after(cpu);
+                }
+            }
+            Ev::Resched(cpu) => {
+                self.pending_wakes -= 1;
+                self.cpus[cpu].ipi_pending = false;
+                if self.cpus[cpu].curr.is_none() || self.sched.need_resched(cpu) {
+                    self.reschedule(cpu);
+                }
+            }
+            Ev::Timer(p) => {
+                self.pending_wakes -= 1;
+                if let Some(t) = self.sched.try_task(p)
+                    && t.state == TaskState::Sleeping
+                {
+                    let c = self.cost(self.prof.kernel.timer_ns);
+                    let _ = c; // the timer interrupt's cost lands on whatever runs there; not modelled
+                    self.wake(p, t.cpu, false);
+                }
+            }
+        }
+        true
+    }
+
+    /// True when nothing can ever run again (every task blocked with no
+    /// timer or IPI in flight).
+    pub(crate) fn deadlocked(&self) -> bool {
+        self.pending_wakes == 0
+            && self.cpus.iter().all(|c| c.curr.is_none())
+            && (0..self.cpus.len()).all(|c| self.sched.shared.snap(c).nr_running() == 0)
+    }
+
+    fn tick(&mut self, cpu: usize) {
+        self.account(cpu);
+        let r = self.sched.tick(cpu, self.now);
+        let mut local = r.need_resched;
+        for &c in r.resched.iter().chain(r.migrations.iter().map(|m| &m.to)) {
+            if c == cpu {
+                local = true;
+            } else {
+                self.send_resched(cpu, c);
+            }
+        }
+        if local || self.cpus[cpu].local_resched {
+            self.reschedule(cpu);
+        }
+        let t = self.now + self.tick_ns;
+        self.push(t, Ev::Tick(cpu));
+    }
+
+    /// Progress of the running task since its segment started.
+    pub(crate) fn account(&mut self, cpu: usize) {
+        let c = &self.cpus[cpu];
+        let (start, rate, curr) = (c.seg_start, c.rate, c.curr);
+        self.cpus[cpu].seg_start = self.now;
+        // The current task may have just exited (its slot is empty).
+        if let Some(p) = curr
+            && let Some(Some(t)) = self.tasks.get_mut(p.0 as usize)
+        {
+            let done = (self.now - start) * rate / 1000;
+            t.left = t.left.saturating_sub(done);
+        }
+    }
+
+    /// Starts (or restarts) the running task's CPU work.
+    pub(crate) fn start_segment(&mut self, cpu: usize) {
+        self.cpus[cpu].generation += 1;
+        self.cpus[cpu].seg_start = self.now;
+        let Some(p) = self.cpus[cpu].curr else {
+            return;
+        };
+        let left = self.task(p).left;
+        let rate = self.cpus[cpu].rate;
+        let end = self.now + (left * 1000).div_ceil(rate);
+        let generation = self.cpus[cpu].generation;
+        self.push(end, Ev::SegEnd(cpu, generation));
+    }
+
+    /// A reschedule request from `from` to `to`: local, or an IPI.
+    pub(crate) fn send_resched(&mut self, from: usize, to: usize) {
+        if from == to {
+            self.cpus[to].local_resched = true;
+            return;
+        }
+        if self.cpus[to].ipi_pending {
+            return;
+        }
+        self.cpus[to].ipi_pending = true;
+        let g = self.geometry();
+        let mut lat = self.prof.ipi_ns(g.topo.distance(from, to), g.slit(from, to));
+        if self.cpus[to].curr.is_none() {
+            lat += self.prof.wakeup.idle_exit_ns;
+        }
+        let lat = self.cost(lat).max(1);
+        self.push(self.now + lat, Ev::Resched(to));
+    }
+
+    /// `try_to_wake_up(q)` from `waker_cpu`.
+    pub(crate) fn wake(&mut self, q: TaskId, waker_cpu: usize, sync: bool) {
+        match self.sched.try_task(q) {
+            Some(t) if t.state == TaskState::Sleeping => {}
+            _ => return,
+        }
+        self.task(q).waiting = "";
+        let r = self.sched.wake_up(q, waker_cpu, sync, self.now);
+        for c in r.resched {
+            self.send_resched(waker_cpu, c);
+        }
+    }
+
+    /// `__schedule()` on `cpu` and the switch it decides.
+    pub(crate) fn reschedule(&mut self, cpu: usize) {
+        self.account(cpu);
+        self.cpus[cpu].local_resched = false;
+        let prev = self.cpus[cpu].curr;
+        let sw = self.sched.schedule(cpu, self.now);
+        for &c in sw.resched.iter().chain(sw.migrations.iter().map(|m| &m.to)) {
+            if c != cpu {
+                self.send_resched(cpu, c);
+            }
+        }
+        let next = sw.next;
+        if prev != next {
+            self.world.lock().expect("world").counters[cpu].switches += 1;
+            if let Some(p) = prev
+                && let Some(t) = self.tasks[p.0 as usize].as_mut()
+            {
+                t.home = DataHome {
+                    cpu: Some(cpu),
+                    mark: self.cpus[cpu].touched,
+                };
+            }
+            if let Some(n) = next {
+                let moved = {
+                    let t = self.task(n);
+                    let moved = t.last_cpu.is_some_and(|l| l != cpu);
+                    t.last_cpu = Some(cpu);
+                    moved
+                };
+                if moved {
+                    self.world.lock().expect("world").counters[cpu].migrations_in += 1;
+                }
+                let (ws, home) = {
+                    let t = self.task(n);
+                    (t.ws, t.home)
+                };
+                let refill = cache::refill_ns(
+                    &self.prof,
+                    &self.geometry(),
+                    ws,
+                    home,
+                    cpu,
+                    self.cpus[cpu].touched,
+                );
+                let extra = self.cost(self.prof.kernel.context_switch_ns) + self.cost(refill);
+                self.task(n).left += extra;
+                self.cpus[cpu].touched += ws;
+            }
+        }
+        self.cpus[cpu].curr = next;
+        if prev.is_some() != next.is_some() {
+            self.rerate_siblings(cpu);
+        }
+        self.start_segment(cpu);
+    }
+
+    /// SMT: a CPU started or stopped running; its siblings' speed changes.
+    fn rerate_siblings(&mut self, cpu: usize) {
+        let sibs: Vec<usize> = self.sched.shared.topo.smt[cpu].iter().collect();
+        for &s in &sibs {
+            let busy_sibling = sibs
+                .iter()
+                .any(|&o| o != s && self.cpus[o].curr.is_some());
+            let rate = if busy_sibling {
+                (self.prof.cpu.smt_shared_speed * 1000.0).round().max(1.0) as u64
+            } else {
+                1000
+            };
+            if rate != self.cpus[s].rate {
+                self.account(s);
+                self.cpus[s].rate = rate;
+                if s != cpu && self.cpus[s].curr.is_some() {
+                    self.start_segment(s);
+                }
+            }
+        }
+    }
+
+    /// The running task's work is done: carry out what follows, polling the
+    /// task for its next request, until it needs CPU time or leaves the CPU.
+    pub(crate) fn run_after(&mut self, cpu: usize) {
+        loop {
+            let Some(p) = self.cpus[cpu].curr else {
+                return;
+            };
+            let after = std::mem::replace(&mut self.task(p).after, After::Poll);
+            match after {
+                After::Reply(r) => {
+                    self.task(p).reply = Some(r);
+                }
+                After::Poll => {
+                    if !self.poll(p, cpu) {
+                        return; // exited
+                    }
+                    if self.task(p).left > 0 {
+                        self.start_segment(cpu);
+                        return;
+                    }
+                    continue;
+                }
+                After::Do(sys) => match self.effect(sys, p, cpu) {
+                    crate::ops::Next::Reply(r) => {
+                        self.task(p).reply = Some(r);
+                    }
+                    crate::ops::Next::Work(ns, then) => {
+                        let t = self.task(p);
+                        t.left = ns;
+                        t.after = then;
+                        if ns > 0 {
+                            self.start_segment(cpu);
+                            return;
+                        }
+                        continue;
+                    }
+                    crate::ops::Next::Block(what) => {
+                        self.task(p).waiting = what;
+                        self.sched.block(cpu, self.now);
+                        self.reschedule(cpu);
+                        return;
+                    }
+                },
+            }
+            // A reply was delivered: the call returns. A wakeup that
+            // preempts this task takes effect here, at syscall exit.
+            self.drain_closed(cpu);
+            if self.cpus[cpu].local_resched || self.sched.need_resched(cpu) {
+                self.reschedule(cpu);
+                return;
+            }
+        }
+    }
+
+    /// Polls `p` on `cpu`: true with its next request stored (`after` =
+    /// `Do`, `left` = its cost), false when it exited (the CPU rescheduled).
+    fn poll(&mut self, p: TaskId, cpu: usize) -> bool {
+        let mut fut = self.task(p).fut.take().expect("task polled without a body");
+        let reply = self.task(p).reply.take();
+        {
+            let mut w = self.world.lock().expect("world");
+            w.now = self.now;
+            w.cpu = cpu;
+            w.reply = reply;
+            w.slot = None;
+        }
+        let mut cx = Context::from_waker(Waker::noop());
+        let done = fut.as_mut().poll(&mut cx).is_ready();
+        if done {
+            drop(fut); // may close channels (drops outside the world lock)
+            self.exit(p, cpu);
+            return false;
+        }
+        self.task(p).fut = Some(fut);
+        let sys = self
+            .world
+            .lock()
+            .expect("world")
+            .slot
+            .take()
+            .expect("a simulated task waited on something other than its environment");
+        self.drain_closed(cpu);
+        let ns = self.request_cost(&sys, p);
+        let c = self.cost(ns);
+        let t = self.task(p);
+        t.left = c;
+        t.after = After::Do(sys);
+        true
+    }
+
+    fn exit(&mut self, p: TaskId, cpu: usize) {
+        let serial = self.task(p).serial;
+        self.tasks[p.0 as usize] = None;
+        self.sched.exit(cpu, self.now);
+        self.exited.insert(serial);
+        for q in self.joiners.remove(&serial).unwrap_or_default() {
+            if let Some(t) = self.tasks[q.0 as usize].as_mut() {
+                t.after = After::Reply(Reply::Unit);
+            }
+            self.wake(q, cpu, false);
+        }
+        self.drain_closed(cpu);
+        self.reschedule(cpu);
+    }
+
+    /// Wakes everyone blocked on channels whose last writer or reader went away.
+    fn drain_closed(&mut self, cpu: usize) {
+        let closed = std::mem::take(&mut self.world.lock().expect("world").closed);
+        for ch in closed {
+            let waiters: Vec<TaskId> = {
+                let mut w = self.world.lock().expect("world");
+                let c = &mut w.channels[ch];
+                c.read_waiters
+                    .drain(..)
+                    .chain(c.write_waiters.drain(..))
+                    .collect()
+            };
+            for q in waiters {
+                self.wake(q, cpu, false);
+            }
+        }
+    }
+}

@@ -1,0 +1,229 @@
+//! The simulator's [`workloads::Env`]: each operation that can block or
+//! take time becomes a request ([`Sys`]) in the shared [`World`] and a
+//! `Pending` poll; the engine carries the request out in simulated time and
+//! polls the task again with the reply. Object creation and clock reads are
+//! immediate.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll};
+
+use sched::{DynPolicy, Scheduler};
+use workloads::{Closed, Env, Snapshot, Spawn};
+
+use crate::world::{Barrier, Channel, Reply, Semaphore, Sys, World};
+
+/// Handle of the simulated machine, given to every simulated task.
+#[derive(Clone)]
+pub struct SimEnv {
+    pub(crate) world: Arc<Mutex<World>>,
+    pub(crate) sched: Arc<Scheduler<DynPolicy>>,
+    pub(crate) nodes: Arc<Vec<u32>>,
+}
+
+impl SimEnv {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, World> {
+        // A panic while the world is locked aborts the process (panic =
+        // abort), so the lock is never poisoned in a live run.
+        self.world.lock().expect("simulator world lock poisoned")
+    }
+
+    fn call(&self, sys: Sys) -> SysCall {
+        SysCall {
+            world: self.world.clone(),
+            req: Some(sys),
+        }
+    }
+}
+
+/// A request in flight: the first poll posts it, the engine's reply
+/// completes it.
+pub struct SysCall {
+    world: Arc<Mutex<World>>,
+    req: Option<Sys>,
+}
+
+impl Future for SysCall {
+    type Output = Reply;
+    fn poll(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Reply> {
+        let req = self.req.take();
+        let mut w = self.world.lock().expect("simulator world lock poisoned");
+        match req {
+            Some(r) => {
+                w.slot = Some(r);
+                Poll::Pending
+            }
+            None => Poll::Ready(w.reply.take().expect("resumed without a reply")),
+        }
+    }
+}
+
+/// Write end of a simulated channel.
+pub struct Tx {
+    ch: usize,
+    world: Arc<Mutex<World>>,
+}
+
+impl Drop for Tx {
+    fn drop(&mut self) {
+        let mut w = self.world.lock().expect("simulator world lock poisoned");
+        let c = &mut w.channels[self.ch];
+        c.writers -= 1;
+        if c.writers == 0 {
+            w.closed.push(self.ch);
+        }
+    }
+}
+
+/// Read end of a simulated channel.
+pub struct Rx {
+    ch: usize,
+    world: Arc<Mutex<World>>,
+}
+
+impl Drop for Rx {
+    fn drop(&mut self) {
+        let mut w = self.world.lock().expect("simulator world lock poisoned");
+        w.channels[self.ch].reader_open = false;
+        w.closed.push(self.ch);
+    }
+}
+
+impl Env for SimEnv {
+    type Tx = Tx;
+    type Rx = Rx;
+    type Barrier = usize;
+    type Sem = usize;
+    /// The thread's serial number (never reused, unlike task ids).
+    type Join = u64;
+
+    fn nr_cpus(&self) -> usize {
+        self.nodes.len()
+    }
+
+    fn node_of(&self, cpu: usize) -> u32 {
+        self.nodes[cpu]
+    }
+
+    fn now_ns(&self) -> u64 {
+        self.lock().now
+    }
+
+    fn this_cpu(&self) -> usize {
+        self.lock().cpu
+    }
+
+    fn snapshot(&self) -> Snapshot {
+        let w = self.lock();
+        Snapshot {
+            now_ns: w.now,
+            stats: self.sched.stats(),
+            cpus: w.counters.clone(),
+        }
+    }
+
+    fn emit(&self, record: &str) {
+        self.lock().records.push(record.to_string());
+    }
+
+    fn log(&self, line: fmt::Arguments<'_>) {
+        self.lock().console.push(line.to_string());
+    }
+
+    fn progress(&self) {
+        self.lock().progress += 1;
+    }
+
+    async fn spawn<F>(&self, how: Spawn, f: F) -> u64
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        match self.call(Sys::Spawn(how, Box::pin(f))).await {
+            Reply::Task(t) => t,
+            r => unreachable!("spawn answered {r:?}"),
+        }
+    }
+
+    async fn join(&self, j: u64) {
+        self.call(Sys::Join(j)).await;
+    }
+
+    fn channel(&self, capacity: usize) -> (Tx, Rx) {
+        let mut w = self.lock();
+        let ch = w.channels.len();
+        w.channels.push(Channel {
+            capacity: capacity.max(1),
+            writers: 1,
+            reader_open: true,
+            ..Channel::default()
+        });
+        drop(w);
+        (
+            Tx {
+                ch,
+                world: self.world.clone(),
+            },
+            Rx {
+                ch,
+                world: self.world.clone(),
+            },
+        )
+    }
+
+    async fn send(&self, tx: &Tx, bytes: usize) -> Result<(), Closed> {
+        match self.call(Sys::Send { ch: tx.ch, left: bytes }).await {
+            Reply::Sent(true) => Ok(()),
+            _ => Err(Closed),
+        }
+    }
+
+    async fn recv(&self, rx: &mut Rx, max: usize) -> usize {
+        match self.call(Sys::Recv { ch: rx.ch, max }).await {
+            Reply::Bytes(n) => n,
+            r => unreachable!("recv answered {r:?}"),
+        }
+    }
+
+    fn barrier(&self, parties: usize) -> usize {
+        let mut w = self.lock();
+        w.barriers.push(Barrier {
+            parties: parties.max(1),
+            ..Barrier::default()
+        });
+        w.barriers.len() - 1
+    }
+
+    async fn barrier_wait(&self, b: &usize) -> bool {
+        matches!(
+            self.call(Sys::BarrierWait(*b)).await,
+            Reply::Leader(true)
+        )
+    }
+
+    fn semaphore(&self, permits: u64) -> usize {
+        let mut w = self.lock();
+        w.sems.push(Semaphore {
+            permits,
+            ..Semaphore::default()
+        });
+        w.sems.len() - 1
+    }
+
+    async fn down(&self, s: &usize) {
+        self.call(Sys::Down(*s)).await;
+    }
+
+    async fn up(&self, s: &usize) {
+        self.call(Sys::Up(*s)).await;
+    }
+
+    async fn compute(&self, units: u64, working_set: u64) {
+        self.call(Sys::Compute { units, working_set }).await;
+    }
+
+    async fn sleep(&self, ns: u64) {
+        self.call(Sys::Sleep(ns)).await;
+    }
+}

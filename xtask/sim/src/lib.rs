@@ -1,0 +1,230 @@
+//! schedlab's host simulator: the same scheduler core (`sched`) and the
+//! same benchmark shapes (`workloads`) as the kernel, on simulated CPUs
+//! that each keep their own time, with a cost model for what placement
+//! changes on real machines: context switches, wakeup IPIs and idle exit by
+//! topology distance, cache refills after migrations, message data moving
+//! between CPUs, and SMT siblings sharing a core.
+//!
+//! Discrete events on one host thread; a run is a pure function of its
+//! configuration, cost profile and seed. Times in its records are
+//! simulated parallel time (the `sim` clock). See docs/simulator.md.
+
+mod cache;
+mod checks;
+mod engine;
+mod env;
+mod ops;
+pub mod profile;
+mod world;
+
+use std::fmt::Write as _;
+
+use sched::{DynPolicy, PickPolicy, SchedConfig, SchedPolicy, SchedTopo, Scheduler, TaskPolicy};
+use topology::Topology;
+use workloads::Workload;
+use workloads::json::{Record, sched_config_record};
+
+pub use profile::Profile;
+
+use crate::checks::Checks;
+use crate::engine::Engine;
+
+/// One simulated run.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// The machine.
+    pub topology: Topology,
+    /// "cfs" or "eevdf".
+    pub pick: String,
+    /// Feature switches (as `--features`).
+    pub features: String,
+    /// Policy name (as `--policy`).
+    pub policy: String,
+    /// Tick rate.
+    pub hz: u32,
+    /// Experiment (one of `workloads::WORKLOADS`).
+    pub experiment: String,
+    /// Experiment arguments, `key:value` pairs separated by commas.
+    pub args: String,
+    /// Jitter seed.
+    pub seed: u64,
+    /// Cost profile.
+    pub profile: Profile,
+    /// Give up after this much simulated time.
+    pub max_sim_ns: u64,
+    /// Free-form label copied into the `sim` record.
+    pub label: String,
+}
+
+/// What a run produced.
+#[derive(Clone, Debug, Default)]
+pub struct Outcome {
+    /// Result records (JSON objects, the kernel's formats).
+    pub records: Vec<String>,
+    /// The benchmark's console lines.
+    pub console: Vec<String>,
+    /// The experiment succeeded (books balanced, no deadlock, in time).
+    pub success: bool,
+    /// Simulated time at the end (ns).
+    pub sim_ns: u64,
+    /// Events processed.
+    pub events: u64,
+}
+
+/// Checks a configuration without running it: every error a run would
+/// report before starting (experiment, arguments, switches, policy, topology).
+pub fn validate(cfg: &Config) -> Result<(), String> {
+    prepare(cfg).map(|_| ())
+}
+
+fn prepare(cfg: &Config) -> Result<(Workload, Scheduler<DynPolicy>, SchedConfig), String> {
+    cfg.topology
+        .validate()
+        .map_err(|e| format!("topology: {e:?}"))?;
+    let nr = cfg.topology.nr_cpus();
+    let w = Workload::parse(&cfg.experiment, &cfg.args, nr).ok_or_else(|| {
+        format!(
+            "experiment '{}' does not run in the simulator (it runs: {})",
+            cfg.experiment,
+            workloads::WORKLOADS.join(", ")
+        )
+    })??;
+    let pick = PickPolicy::parse(&cfg.pick)?;
+    let mut sc = SchedConfig::new(nr, pick)
+        .with_features(&cfg.features)
+        .map_err(|e| format!("features '{}': {e}", cfg.features))?;
+    if !(1..=10_000).contains(&cfg.hz) {
+        return Err(format!("hz {} must be in 1..=10000", cfg.hz));
+    }
+    sc.tunables.tick_ns = 1_000_000_000 / u64::from(cfg.hz);
+    let policy = sched::policies::by_name(&cfg.policy)?;
+    let topo = SchedTopo::from_topology(&cfg.topology);
+    let s = Scheduler::with_policy(topo, sc.clone(), policy);
+    Ok((w, s, sc))
+}
+
+/// Runs the experiment; `Err` only for a configuration that cannot start.
+pub fn run(cfg: &Config) -> Result<Outcome, String> {
+    let (workload, sched, sc) = prepare(cfg)?;
+    let nr = cfg.topology.nr_cpus();
+    let mut out = Outcome::default();
+    let nodes = cfg.topology.nr_nodes.max(1);
+    out.records.push(
+        Record::new("sim")
+            .str("clock", "sim")
+            .str("profile", &cfg.profile.name)
+            .u64("seed", cfg.seed)
+            .u64("cpus", nr as u64)
+            .u64("nodes", nodes as u64)
+            .str("experiment", &cfg.experiment)
+            .str("args", &cfg.args)
+            .str("label", &cfg.label)
+            .finish(),
+    );
+    out.records
+        .push(sched_config_record(sched.policy.name(), &sc, "sim").finish());
+
+    let mut e = Engine::new(
+        sched,
+        cfg.profile.clone(),
+        cfg.topology.distance.clone(),
+        cfg.seed,
+    );
+    let result = std::sync::Arc::new(std::sync::Mutex::new(None));
+    let (env, res) = (e.env.clone(), result.clone());
+    let main = async move {
+        let r = workload.run(&env).await;
+        *res.lock().expect("result") = Some(r);
+    };
+    let r = e
+        .sched
+        .wake_up_new_task(None, 0, 0, TaskPolicy::Normal, 0);
+    e.add_task(r.task, Box::pin(main));
+    e.reschedule(0);
+
+    let mut checks = Checks::new(nr);
+    let mut next_check = 0u64;
+    let mut failure: Option<String> = None;
+    loop {
+        let finished = result.lock().expect("result").is_some();
+        if finished {
+            break;
+        }
+        if e.now >= next_check {
+            checks.check(&e);
+            next_check = e.now + e.tick_ns;
+            if e.deadlocked() {
+                failure = Some(format!(
+                    "deadlock at {} ns: every simulated task is blocked ({})",
+                    e.now,
+                    e.blocked_summary()
+                ));
+                break;
+            }
+        }
+        if e.now > cfg.max_sim_ns || !e.step(cfg.max_sim_ns + 1) {
+            failure = Some(format!(
+                "the experiment did not finish within {} s of simulated time",
+                cfg.max_sim_ns / 1_000_000_000
+            ));
+            break;
+        }
+    }
+    {
+        let mut w = e.world.lock().expect("world");
+        out.records.append(&mut w.records);
+        out.console.append(&mut w.console);
+    }
+    let verdict = match (failure, result.lock().expect("result").take()) {
+        (Some(f), _) => Err(f),
+        (None, Some(r)) => r,
+        (None, None) => Err("the experiment ended without a result".into()),
+    };
+    if let Err(msg) = &verdict {
+        out.console.push(msg.clone());
+        out.records.push(
+            Record::new("error")
+                .str("kind", "experiment")
+                .str("message", msg)
+                .finish(),
+        );
+    }
+    out.records.extend(checks.violation_records());
+    out.sim_ns = e.now;
+    out.events = e.events_done;
+    out.records.push(
+        Record::new("sim_stats")
+            .u64("sim_ns", e.now)
+            .u64("events", e.events_done)
+            .u64("invariant_checks", checks.checks)
+            .u64("violations", checks.violations)
+            .u64(
+                "worst_idle_while_overloaded_ns",
+                checks.worst_idle_while_overloaded_ns,
+            )
+            .finish(),
+    );
+    out.success = verdict.is_ok() && checks.violations == 0;
+    out.records.push(
+        Record::new("exit")
+            .str("status", if out.success { "success" } else { "failure" })
+            .finish(),
+    );
+    Ok(out)
+}
+
+impl Engine {
+    /// Blocked tasks by what they wait for (for a deadlock report).
+    fn blocked_summary(&self) -> String {
+        let mut by: std::collections::BTreeMap<&str, usize> = Default::default();
+        for t in self.tasks.iter().flatten() {
+            *by.entry(if t.waiting.is_empty() { "?" } else { t.waiting })
+                .or_default() += 1;
+        }
+        let mut s = String::new();
+        for (k, v) in by {
+            let _ = write!(s, "{}{v} in {k}", if s.is_empty() { "" } else { ", " });
+        }
+        s
+    }
+}

@@ -1,0 +1,225 @@
+//! What each request costs and does: the simulated kernel's system calls.
+//!
+//! A request first costs CPU time on the caller (its entry cost, from the
+//! profile, jittered by the seed); then its effect happens at once, at the
+//! end of that work: data moves, tasks wake (`try_to_wake_up` through the
+//! `sched` crate, WF_SYNC for pipes and sockets as in `pipe_write()` /
+//! `sock_def_readable()`, plain for futex-style objects), or the caller
+//! blocks (`deactivate_task`) and retries when woken. A read charges the
+//! copy and the transfer of the message's lines from the writer's CPU after
+//! it knows how much it got; each wakeup charges the waker `wakeup_ns`.
+
+use sched::{TaskId, TaskPolicy};
+
+use crate::cache;
+use crate::engine::{After, Engine, Ev};
+use crate::world::{Reply, Sys};
+
+/// What follows an effect.
+pub(crate) enum Next {
+    /// The call returns this.
+    Reply(Reply),
+    /// More CPU work (ns), then this.
+    Work(u64, After),
+    /// The caller sleeps (what it waits for, for reports); it has set what
+    /// it does when woken.
+    Block(&'static str),
+}
+
+impl Engine {
+    /// Entry cost (ns, before jitter) of a request.
+    pub(crate) fn request_cost(&mut self, sys: &Sys, p: TaskId) -> f64 {
+        let k = &self.prof.kernel;
+        match *sys {
+            Sys::Spawn(..) => k.fork_ns,
+            Sys::Join(_) | Sys::BarrierWait(_) | Sys::Down(_) | Sys::Up(_) => k.futex_ns,
+            Sys::Send { left, .. } => k.syscall_ns + left as f64 * k.copy_ns_per_byte,
+            Sys::Recv { .. } | Sys::Sleep(_) => k.syscall_ns,
+            Sys::Compute { units, working_set } => {
+                let ns = units as f64 * self.prof.cpu.compute_unit_ns;
+                self.task(p).ws = working_set;
+                ns
+            }
+        }
+    }
+
+    /// Replies after `wakeups` wakeups: their cost first.
+    fn reply_after_wakeups(&mut self, wakeups: usize, r: Reply) -> Next {
+        if wakeups == 0 {
+            return Next::Reply(r);
+        }
+        let ns = self.cost(self.prof.kernel.wakeup_ns * wakeups as f64);
+        Next::Work(ns, After::Reply(r))
+    }
+
+    /// Blocks `p`; when woken it does `then` after `retry_ns` of work.
+    fn block(&mut self, p: TaskId, retry_ns: f64, then: After, what: &'static str) -> Next {
+        let ns = self.cost(retry_ns);
+        let t = self.task(p);
+        t.left = ns;
+        t.after = then;
+        Next::Block(what)
+    }
+
+    /// Carries out request `sys` of `p` running on `cpu`.
+    pub(crate) fn effect(&mut self, sys: Sys, p: TaskId, cpu: usize) -> Next {
+        let now = self.now;
+        match sys {
+            Sys::Spawn(how, fut) => {
+                let r = match how.pinned {
+                    Some(c) if c < self.cpus.len() => self.sched.wake_up_new_task_bound(
+                        Some(p),
+                        c,
+                        0,
+                        TaskPolicy::Normal,
+                        now,
+                    ),
+                    _ => self
+                        .sched
+                        .wake_up_new_task(Some(p), cpu, 0, TaskPolicy::Normal, now),
+                };
+                let serial = self.add_task(r.task, fut);
+                for c in r.resched {
+                    self.send_resched(cpu, c);
+                }
+                Next::Reply(Reply::Task(serial))
+            }
+            Sys::Join(serial) => {
+                if self.exited.contains(&serial) {
+                    return Next::Reply(Reply::Unit);
+                }
+                self.joiners.entry(serial).or_default().push(p);
+                self.block(p, 0.0, After::Reply(Reply::Unit), "join")
+            }
+            Sys::Send { ch, left } => {
+                let (sent, done, waiters) = {
+                    let mut w = self.world.lock().expect("world");
+                    let c = &mut w.channels[ch];
+                    if !c.reader_open {
+                        return Next::Reply(Reply::Sent(false));
+                    }
+                    let n = left.min(c.capacity - c.len);
+                    c.len += n;
+                    if n > 0 {
+                        c.data_cpu = Some(cpu);
+                    }
+                    let waiters: Vec<TaskId> = if n > 0 {
+                        c.read_waiters.drain(..).collect()
+                    } else {
+                        Vec::new()
+                    };
+                    (n, n == left, waiters)
+                };
+                let woken = waiters.len();
+                for q in waiters {
+                    self.wake(q, cpu, true);
+                }
+                if done {
+                    return self.reply_after_wakeups(woken, Reply::Sent(true));
+                }
+                self.world.lock().expect("world").channels[ch]
+                    .write_waiters
+                    .push_back(p);
+                let retry = Sys::Send {
+                    ch,
+                    left: left - sent,
+                };
+                let ns = self.prof.kernel.syscall_ns + self.prof.kernel.wakeup_ns * woken as f64;
+                self.block(p, ns, After::Do(retry), "send")
+            }
+            Sys::Recv { ch, max } => {
+                let (got, eof, from, waiters) = {
+                    let mut w = self.world.lock().expect("world");
+                    let c = &mut w.channels[ch];
+                    if c.len > 0 {
+                        let n = c.len.min(max);
+                        c.len -= n;
+                        let waiters: Vec<TaskId> = c.write_waiters.drain(..).collect();
+                        (n, false, c.data_cpu, waiters)
+                    } else {
+                        if c.writers > 0 {
+                            c.read_waiters.push_back(p);
+                        }
+                        (0, c.writers == 0, None, Vec::new())
+                    }
+                };
+                if got == 0 {
+                    if eof {
+                        return Next::Reply(Reply::Bytes(0));
+                    }
+                    let ns = self.prof.kernel.syscall_ns;
+                    return self.block(p, ns, After::Do(Sys::Recv { ch, max }), "recv");
+                }
+                let woken = waiters.len();
+                for q in waiters {
+                    self.wake(q, cpu, true);
+                }
+                let copy = got as f64 * self.prof.kernel.copy_ns_per_byte
+                    + cache::transfer_ns(&self.prof, &self.geometry(), got, from, cpu)
+                    + self.prof.kernel.wakeup_ns * woken as f64;
+                let ns = self.cost(copy);
+                Next::Work(ns, After::Reply(Reply::Bytes(got)))
+            }
+            Sys::BarrierWait(b) => {
+                let released = {
+                    let mut w = self.world.lock().expect("world");
+                    let bar = &mut w.barriers[b];
+                    bar.arrived += 1;
+                    if bar.arrived == bar.parties {
+                        bar.arrived = 0;
+                        Some(std::mem::take(&mut bar.waiters))
+                    } else {
+                        bar.waiters.push(p);
+                        None
+                    }
+                };
+                match released {
+                    Some(waiters) => {
+                        let n = waiters.len();
+                        for q in waiters {
+                            self.wake(q, cpu, false);
+                        }
+                        self.reply_after_wakeups(n, Reply::Leader(true))
+                    }
+                    None => self.block(p, 0.0, After::Reply(Reply::Leader(false)), "barrier"),
+                }
+            }
+            Sys::Down(s) => {
+                let got = {
+                    let mut w = self.world.lock().expect("world");
+                    let sem = &mut w.sems[s];
+                    if sem.permits > 0 {
+                        sem.permits -= 1;
+                        true
+                    } else {
+                        sem.waiters.push_back(p);
+                        false
+                    }
+                };
+                if got {
+                    return Next::Reply(Reply::Unit);
+                }
+                let ns = self.prof.kernel.futex_ns;
+                self.block(p, ns, After::Do(Sys::Down(s)), "semaphore")
+            }
+            Sys::Up(s) => {
+                let q = {
+                    let mut w = self.world.lock().expect("world");
+                    let sem = &mut w.sems[s];
+                    sem.permits += 1;
+                    sem.waiters.pop_front()
+                };
+                let woken = usize::from(q.is_some());
+                if let Some(q) = q {
+                    self.wake(q, cpu, false);
+                }
+                self.reply_after_wakeups(woken, Reply::Unit)
+            }
+            Sys::Compute { .. } => Next::Reply(Reply::Unit),
+            Sys::Sleep(ns) => {
+                self.push(now + ns.max(1), Ev::Timer(p));
+                self.block(p, 0.0, After::Reply(Reply::Unit), "sleep")
+            }
+        }
+    }
+}

@@ -1,0 +1,43 @@
+//! Helpers shared by the simulator's tests.
+#![allow(dead_code)]
+
+use schedsim::{Config, Outcome, Profile};
+use topology::{SyntheticSpec, Topology};
+
+/// sockets x cores x threads, one node per socket.
+pub fn machine(sockets: u32, cores: u32, threads: u32) -> Topology {
+    let mut s = SyntheticSpec::simple(sockets, cores, threads);
+    s.nodes = sockets;
+    Topology::synthetic(&s).expect("valid shape")
+}
+
+pub fn config(topology: Topology, experiment: &str, args: &str) -> Config {
+    Config {
+        topology,
+        pick: "cfs".into(),
+        features: String::new(),
+        policy: "fair".into(),
+        hz: 250,
+        experiment: experiment.into(),
+        args: args.into(),
+        seed: 1,
+        profile: Profile::default_profile(),
+        max_sim_ns: 600_000_000_000,
+        label: String::new(),
+    }
+}
+
+pub fn run(c: &Config) -> Outcome {
+    let o = schedsim::run(c).expect("configuration starts");
+    assert!(o.success, "run failed: {:#?}", o.records);
+    o
+}
+
+/// The record of `kind`, parsed.
+pub fn record(o: &Outcome, kind: &str) -> serde_json::Value {
+    o.records
+        .iter()
+        .map(|r| serde_json::from_str::<serde_json::Value>(r).expect("record is JSON"))
+        .find(|v| v["type"] == kind)
+        .unwrap_or_else(|| panic!("no {kind} record in {:#?}", o.records))
+}
