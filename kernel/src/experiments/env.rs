@@ -46,8 +46,8 @@ impl Env for KernelEnv {
         percpu::online().count()
     }
 
-    fn node_of(&self, cpu: usize) -> u32 {
-        task::sched::core().shared.topo.cpus[cpu].node
+    fn topo(&self) -> &sched::SchedTopo {
+        &task::sched::core().shared.topo
     }
 
     fn now_ns(&self) -> u64 {

@@ -80,8 +80,8 @@ pub trait Env: Clone + Send + Sync + 'static {
 
     /// Online CPUs.
     fn nr_cpus(&self) -> usize;
-    /// NUMA node of `cpu`.
-    fn node_of(&self, cpu: usize) -> u32;
+    /// The machine as the scheduler sees it (CPUs, SMT siblings, LLCs, nodes).
+    fn topo(&self) -> &sched::SchedTopo;
     /// The clock (ns): TSC time in the kernel, simulated time in the simulator.
     fn now_ns(&self) -> u64;
     /// The CPU the calling thread runs on now.

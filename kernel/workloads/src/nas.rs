@@ -100,13 +100,16 @@ pub async fn run<E: Env>(env: &E, p: Params) -> Result<(), String> {
     let expected = phases * (0..threads as u64).map(|i| p.work_of(i)).sum::<u64>();
     // Fork spread: where fork placement put the workers.
     let targets = &forked.fork_targets;
-    let nodes = (0..env.nr_cpus())
-        .map(|c| env.node_of(c))
+    let topo = env.topo();
+    let nodes = topo
+        .cpus
+        .iter()
+        .map(|c| c.node)
         .max()
         .map_or(1, |n| n as usize + 1);
     let mut per_node = alloc::vec![0u64; nodes];
     for (cpu, &n) in targets.iter().enumerate() {
-        per_node[env.node_of(cpu) as usize] += n;
+        per_node[topo.cpus[cpu].node as usize] += n;
     }
     let max_on_cpu = targets.iter().copied().max().unwrap_or(0);
     let cpus_used = targets.iter().filter(|&&n| n > 0).count();

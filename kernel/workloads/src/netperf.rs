@@ -9,6 +9,13 @@
 //! - `TCP_STREAM`: the client sends `send_size`-byte writes back to back;
 //!   result: Mbit/s received by the servers.
 //!
+//! `placement` pins each pair as Galbraith ran seed 004 with `taskset`:
+//! `stacked` (client and server on one CPU), `cross-smt` (SMT siblings of
+//! one core), `cross-core` (two cores of one LLC), `cross-node` (two NUMA
+//! nodes); `unbound` (default) leaves placement to the scheduler. Pair `i`
+//! uses the `i`-th core (wrapping around), so pinned pairs share CPUs only
+//! when there are more pairs than cores.
+//!
 //! All pairs start together through the start gate; the test runs for
 //! `duration_ms`, then the clients stop after their current transaction and
 //! close their sockets, which ends the servers. Connection setup is outside
@@ -22,6 +29,8 @@ use core::fmt::Write;
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use crate::args::Args;
+use sched::SchedTopo;
+
 use crate::env::{Env, Spawn, recv_exact};
 use crate::gate::Gate;
 use crate::interval::Interval;
@@ -45,6 +54,69 @@ pub struct Params {
     pub response: usize,
     /// STREAM bytes per send.
     pub send_size: usize,
+    /// Pinning of each pair (see the module docs).
+    pub placement: &'static str,
+}
+
+/// Placements `placement=` accepts.
+pub const PLACEMENTS: &[&str] = &["unbound", "stacked", "cross-smt", "cross-core", "cross-node"];
+
+/// (server CPU, client CPU) of pair `i` under `placement`; None = unbound.
+pub fn pair_cpus(
+    topo: &SchedTopo,
+    placement: &str,
+    i: usize,
+) -> Result<Option<(usize, usize)>, String> {
+    // The first CPU of every core, in CPU order.
+    let cores: Vec<usize> = (0..topo.nr_cpus)
+        .filter(|&c| topo.smt[c].first() == Some(c))
+        .collect();
+    let core = |k: usize| cores[k % cores.len()];
+    match placement {
+        "unbound" => Ok(None),
+        "stacked" => Ok(Some((core(i), core(i)))),
+        "cross-smt" => {
+            let c = core(i);
+            let sib = topo.smt[c].iter().find(|&s| s != c).ok_or_else(|| {
+                String::from("netperf: placement=cross-smt needs SMT siblings; this machine has one thread per core")
+            })?;
+            Ok(Some((c, sib)))
+        }
+        "cross-core" => {
+            let c = core(i);
+            let other = cores
+                .iter()
+                .copied()
+                .filter(|&o| o != c && topo.llc_span[c].contains(o))
+                .nth(i / cores.len().max(1) % cores.len().max(1))
+                .or_else(|| {
+                    cores
+                        .iter()
+                        .copied()
+                        .find(|&o| o != c && topo.llc_span[c].contains(o))
+                })
+                .ok_or_else(|| {
+                    String::from("netperf: placement=cross-core needs two cores sharing an LLC")
+                })?;
+            Ok(Some((c, other)))
+        }
+        "cross-node" => {
+            let c = core(i);
+            let node = topo.cpus[c].node;
+            let far: Vec<usize> = cores
+                .iter()
+                .copied()
+                .filter(|&o| topo.cpus[o].node != node)
+                .collect();
+            if far.is_empty() {
+                return Err(String::from(
+                    "netperf: placement=cross-node needs at least two NUMA nodes",
+                ));
+            }
+            Ok(Some((c, far[i % far.len()])))
+        }
+        other => Err(format!("netperf: unknown placement '{other}'")),
+    }
 }
 
 impl Params {
@@ -57,6 +129,7 @@ impl Params {
             request: a.u64("request", 1, 1..=65_536)? as usize,
             response: a.u64("response", 1, 1..=65_536)? as usize,
             send_size: a.u64("send_size", 16_384, 1..=1_048_576)? as usize,
+            placement: a.choice("placement", PLACEMENTS)?,
         })
     }
 }
@@ -78,7 +151,12 @@ pub async fn run<E: Env>(env: &E, p: Params) -> Result<(), String> {
         request,
         response,
         send_size,
+        placement,
     } = p;
+    let mut pins = Vec::with_capacity(pairs);
+    for i in 0..pairs {
+        pins.push(pair_cpus(env.topo(), placement, i)?);
+    }
     let rr = test == "TCP_RR";
     if rr {
         env.log(format_args!(
@@ -119,7 +197,9 @@ pub async fn run<E: Env>(env: &E, p: Params) -> Result<(), String> {
                 }
             }
         };
-        handles.push(env.spawn(Spawn::named(format!("netserver{i}")), server).await);
+        let how = |name: String, cpu: Option<usize>| Spawn { name, pinned: cpu };
+        let (server_cpu, client_cpu) = (pins[i].map(|p| p.0), pins[i].map(|p| p.1));
+        handles.push(env.spawn(how(format!("netserver{i}"), server_cpu), server).await);
         let (e, g, bk, st) = (env.clone(), gate.clone(), b.clone(), stop.clone());
         let client = async move {
             g.check_in_and_wait(&e).await;
@@ -153,7 +233,7 @@ pub async fn run<E: Env>(env: &E, p: Params) -> Result<(), String> {
             // Dropping the socket closes the server's side: it ends.
             drop(to_server);
         };
-        handles.push(env.spawn(Spawn::named(format!("netperf{i}")), client).await);
+        handles.push(env.spawn(how(format!("netperf{i}"), client_cpu), client).await);
     }
     gate.wait_ready(env).await;
     let interval = Interval::start(env);
@@ -185,6 +265,7 @@ pub async fn run<E: Env>(env: &E, p: Params) -> Result<(), String> {
     });
     let rec = Record::new("netperf")
         .str("test", test)
+        .str("placement", placement)
         .u64("pairs", pairs as u64)
         .u64("request", request as u64)
         .u64("response", response as u64)

@@ -93,3 +93,62 @@ impl Geometry<'_> {
         self.slit.get(na).and_then(|r| r.get(nb)).copied().unwrap_or(10)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use topology::SyntheticSpec;
+
+    /// 2 sockets (2 nodes, SLIT 21) x 2 cores x 2 threads: cpu0/1 SMT
+    /// siblings, cpu2 same LLC, cpu4 other socket.
+    fn geo() -> (SchedTopo, Vec<Vec<u32>>) {
+        let mut s = SyntheticSpec::simple(2, 2, 2);
+        s.nodes = 2;
+        s.distances = Some(vec![vec![10, 21], vec![21, 10]]);
+        (SchedTopo::synthetic(&s).unwrap(), vec![vec![10, 21], vec![21, 10]])
+    }
+
+    #[test]
+    fn refill_grows_with_distance_and_is_free_where_the_data_is() {
+        let (t, d) = geo();
+        let g = Geometry { topo: &t, slit: &d };
+        let p = Profile::default_profile();
+        let ws = 512 * 1024;
+        let at = |cpu| DataHome { cpu: Some(cpu), mark: 0 };
+        let here = refill_ns(&p, &g, ws, at(0), 0, 0);
+        let smt = refill_ns(&p, &g, ws, at(1), 0, 0);
+        let llc = refill_ns(&p, &g, ws, at(2), 0, 0);
+        let remote = refill_ns(&p, &g, ws, at(4), 0, 0);
+        assert_eq!(here, 0.0, "nothing evicted, nothing to refill");
+        assert!(smt < llc && llc < remote, "{smt} {llc} {remote}");
+        // 512 KiB = 8192 lines, 8 in flight, 18 ns each from the same LLC.
+        assert!((llc - 8192.0 / 8.0 * 18.0).abs() < 1e-6, "{llc}");
+        assert_eq!(refill_ns(&p, &g, 0, at(4), 0, 0), 0.0, "no working set");
+    }
+
+    #[test]
+    fn others_footprints_evict_a_task_from_its_own_cpu() {
+        let (t, d) = geo();
+        let g = Geometry { topo: &t, slit: &d };
+        let p = Profile::default_profile();
+        let ws = 256 * 1024;
+        let home = DataHome { cpu: Some(0), mark: 1000 };
+        let half = refill_ns(&p, &g, ws, home, 0, 1000 + p.cache.private_bytes / 2);
+        let all = refill_ns(&p, &g, ws, home, 0, 1000 + 4 * p.cache.private_bytes);
+        assert!(half > 0.0 && (all - 2.0 * half).abs() / all < 0.01, "{half} {all}");
+    }
+
+    #[test]
+    fn beyond_the_llc_the_llc_part_moves_too() {
+        let (t, d) = geo();
+        let g = Geometry { topo: &t, slit: &d };
+        let p = Profile::default_profile();
+        let home = DataHome { cpu: Some(4), mark: 0 };
+        let small = refill_ns(&p, &g, p.cache.private_bytes, home, 0, 0);
+        let big = refill_ns(&p, &g, 2 * p.cache.private_bytes, home, 0, 0);
+        assert!(big > 1.9 * small, "{small} {big}");
+        // Message data: free on the writer's CPU, paid across the machine.
+        assert_eq!(transfer_ns(&p, &g, 4096, Some(0), 0), 0.0);
+        assert!(transfer_ns(&p, &g, 4096, Some(4), 0) > transfer_ns(&p, &g, 4096, Some(2), 0));
+    }
+}

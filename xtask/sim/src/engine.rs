@@ -119,11 +119,9 @@ impl Engine {
                 .collect(),
             ..World::default()
         }));
-        let nodes = Arc::new(sched.shared.topo.cpus.iter().map(|c| c.node).collect());
         let env = SimEnv {
             world: world.clone(),
             sched: sched.clone(),
-            nodes,
         };
         let tick_ns = sched.shared.cfg.tunables.tick_ns;
         let mut e = Engine {

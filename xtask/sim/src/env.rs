@@ -20,7 +20,6 @@ use crate::world::{Barrier, Channel, Reply, Semaphore, Sys, World};
 pub struct SimEnv {
     pub(crate) world: Arc<Mutex<World>>,
     pub(crate) sched: Arc<Scheduler<DynPolicy>>,
-    pub(crate) nodes: Arc<Vec<u32>>,
 }
 
 impl SimEnv {
@@ -100,11 +99,11 @@ impl Env for SimEnv {
     type Join = u64;
 
     fn nr_cpus(&self) -> usize {
-        self.nodes.len()
+        self.sched.shared.nr_cpus()
     }
 
-    fn node_of(&self, cpu: usize) -> u32 {
-        self.nodes[cpu]
+    fn topo(&self) -> &sched::SchedTopo {
+        &self.sched.shared.topo
     }
 
     fn now_ns(&self) -> u64 {

@@ -1,0 +1,129 @@
+//! The simulator's model, end to end: parallel time, placement costs,
+//! determinism, configuration errors.
+
+mod common;
+use common::*;
+
+fn u(v: &serde_json::Value, k: &str) -> u64 {
+    v[k].as_u64().unwrap_or_else(|| panic!("{k} missing in {v}"))
+}
+
+#[test]
+fn n_tasks_on_n_cpus_finish_n_times_sooner_than_on_one() {
+    let args = "threads:4,phases:4,work:500000,working_set_kib:0";
+    let one = run(&config(machine(1, 1, 1), "nas", args));
+    let four = run(&config(machine(1, 4, 1), "nas", args));
+    let (t1, t4) = (
+        u(&record(&one, "nas"), "time_ns"),
+        u(&record(&four, "nas"), "time_ns"),
+    );
+    let speedup = t1 as f64 / t4 as f64;
+    assert!(
+        (3.5..=4.1).contains(&speedup),
+        "1 CPU {t1} ns, 4 CPUs {t4} ns: speed-up {speedup:.2}, expected about 4"
+    );
+}
+
+fn netperf(test: &str, placement: &str, extra: &str) -> serde_json::Value {
+    let args = format!("test:{test},pairs:1,duration_ms:50,placement:{placement}{extra}");
+    record(&run(&config(machine(1, 4, 2), "netperf", &args)), "netperf")
+}
+
+#[test]
+fn stacked_pair_avoids_wakeup_latency_in_rr_but_loses_streams() {
+    let rr_stacked = u(&netperf("TCP_RR", "stacked", ""), "trans_per_sec");
+    let rr_cross = u(&netperf("TCP_RR", "cross-core", ""), "trans_per_sec");
+    assert!(
+        rr_stacked > rr_cross,
+        "TCP_RR: stacked {rr_stacked}/s should beat cross-core {rr_cross}/s (no IPI, no idle exit)"
+    );
+    let st_stacked = u(&netperf("TCP_STREAM", "stacked", ""), "mbit_per_sec");
+    let st_cross = u(&netperf("TCP_STREAM", "cross-core", ""), "mbit_per_sec");
+    assert!(
+        st_cross > st_stacked,
+        "TCP_STREAM: cross-core {st_cross} Mbit/s should beat stacked {st_stacked} (sender and receiver in parallel)"
+    );
+}
+
+#[test]
+fn smt_siblings_share_their_core() {
+    // Two CPU-bound threads: on two cores they run at full speed, on two
+    // SMT siblings of one core at the profile's shared speed.
+    let args = "threads:2,phases:2,work:1000000,working_set_kib:0";
+    let apart = run(&config(machine(1, 2, 1), "nas", args));
+    let siblings = run(&config(machine(1, 1, 2), "nas", args));
+    let (ta, ts) = (
+        u(&record(&apart, "nas"), "time_ns"),
+        u(&record(&siblings, "nas"), "time_ns"),
+    );
+    let ratio = ts as f64 / ta as f64;
+    let want = 1.0 / schedsim::Profile::default_profile().cpu.smt_shared_speed;
+    assert!(
+        (ratio - want).abs() < 0.1,
+        "siblings {ts} ns vs cores {ta} ns: ratio {ratio:.2}, expected {want:.2}"
+    );
+}
+
+#[test]
+fn same_seed_repeats_bit_for_bit_and_seeds_differ() {
+    let mut c = config(machine(2, 2, 2), "hackbench", "groups:2,fds:4,loops:30");
+    let a = run(&c);
+    let b = run(&c);
+    assert_eq!(a.records, b.records, "same seed, different records");
+    c.seed = 2;
+    let d = run(&c);
+    assert_ne!(
+        record(&a, "hackbench")["time_ns"],
+        record(&d, "hackbench")["time_ns"],
+        "another seed should perturb the timings"
+    );
+}
+
+#[test]
+fn every_workload_balances_its_books() {
+    for (exp, args) in [
+        ("hackbench", "groups:2,fds:3,loops:10,transport:pipe"),
+        ("schbench", "workers:4,duration_ms:20,sleep_us:50"),
+        ("netperf", "test:TCP_RR,pairs:3,duration_ms:10"),
+        ("netperf", "test:TCP_STREAM,pairs:2,duration_ms:10,placement:cross-smt"),
+        ("nas", "threads:6,phases:3,work:1000,imbalance_pct:50"),
+    ] {
+        let o = run(&config(machine(2, 2, 2), exp, args));
+        let r = record(&o, exp);
+        assert!(r.is_object(), "{exp}");
+        let stats = record(&o, "sim_stats");
+        assert_eq!(stats["violations"], 0, "{exp}: {:?}", o.records);
+        assert!(u(&stats, "invariant_checks") > 0, "{exp}");
+    }
+}
+
+#[test]
+fn configuration_errors_name_what_is_wrong_before_running() {
+    let bad = |exp: &str, args: &str, f: &dyn Fn(&mut schedsim::Config)| {
+        let mut c = config(machine(1, 2, 1), exp, args);
+        f(&mut c);
+        schedsim::run(&c).expect_err("should not start")
+    };
+    let e = bad("stress", "", &|_| {});
+    assert!(e.contains("does not run in the simulator"), "{e}");
+    let e = bad("hackbench", "groups:0", &|_| {});
+    assert!(e.contains("groups=0"), "{e}");
+    let e = bad("hackbench", "bogus:1", &|_| {});
+    assert!(e.contains("no argument 'bogus'"), "{e}");
+    let e = bad("nas", "", &|c| c.features = "NO_SUCH_FEATURE".into());
+    assert!(e.contains("NO_SUCH_FEATURE"), "{e}");
+    let e = bad("nas", "", &|c| c.policy = "nope".into());
+    assert!(e.contains("unknown policy"), "{e}");
+}
+
+#[test]
+fn a_pinned_placement_that_the_machine_lacks_fails_the_run_with_a_reason() {
+    let c = config(machine(1, 2, 1), "netperf", "pairs:1,duration_ms:10,placement:cross-smt");
+    let o = schedsim::run(&c).expect("starts");
+    assert!(!o.success);
+    let e = record(&o, "error");
+    assert!(
+        e["message"].as_str().unwrap().contains("needs SMT siblings"),
+        "{e}"
+    );
+}
