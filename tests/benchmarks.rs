@@ -95,7 +95,7 @@ fn compare_runs_both_configurations_and_renders_the_table() {
         panic!("not a compare command")
     };
     let launcher = xtask::launch::Launcher::from_env().expect("kernel build products");
-    let table = xtask::compare::measure(&args, &launcher).expect("comparison");
+    let table = xtask::compare::measure(&args, Some(&launcher)).expect("comparison");
     assert_eq!(table.title, "hackbench-thread-sockets");
     let ops: Vec<&str> = table.cells.iter().map(|(op, _, _)| op.as_str()).collect();
     assert_eq!(ops, ["1", "2"]);

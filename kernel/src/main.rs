@@ -140,8 +140,7 @@ fn start_scheduler(m: &machine::Machine, cfg: &BootConfig) {
             "idle=mwait: this CPU has no MONITOR/MWAIT (CPUID.1:ECX[3])",
         );
     }
-    workloads::json::sched_config_record(policy.name(), &sc, &cfg.idle)
-        .emit();
+    workloads::json::sched_config_record(policy.name(), &sc, &cfg.idle).emit();
     let topo = sched::SchedTopo::new(&m.topology, m.domains.clone());
     task::sched::init(topo, sc, policy, nr);
     trace::init(nr, cfg.trace);

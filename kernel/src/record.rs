@@ -8,7 +8,6 @@
 //! @@SCHEDLAB {"type":"boot","firmware":"bios","memory_bytes":268435456,...}
 //! ```
 
-
 pub use workloads::json::{Escaper, Record, json_array, json_string};
 
 use crate::arch::serial;

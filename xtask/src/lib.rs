@@ -24,6 +24,7 @@ pub mod qemu;
 pub mod report;
 pub mod runner;
 pub mod seeds;
+pub mod simrun;
 pub mod symbolize;
 pub mod trace;
 

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use clap::Parser;
 use xtask::build;
-use xtask::cli::{Cli, Cmd, RunArgs, TestArgs};
+use xtask::cli::{Backend, Cli, Cmd, RunArgs, TestArgs};
 use xtask::launch::{ENV_BOOT_TOOL, ENV_KERNEL, Launcher};
 use xtask::{prereq, report};
 
@@ -65,6 +65,9 @@ fn main() -> ExitCode {
 }
 
 fn run(args: &RunArgs) -> Result<i32> {
+    if args.backend == Backend::Sim {
+        return run_sim(args);
+    }
     // Validate everything the user typed before any slow step.
     let config = args.boot_config()?;
     let qemu = args.qemu()?;
@@ -88,19 +91,8 @@ fn run(args: &RunArgs) -> Result<i32> {
             )),
     );
     let result = launcher.boot(&config, &qemu, Duration::from_secs(args.timeout), true)?;
-    if let Some(path) = &args.results {
-        let mut f =
-            std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
-        for r in &result.records {
-            writeln!(f, "{r}")?;
-        }
-        eprintln!(
-            "xtask: {} records written to {}",
-            result.records.len(),
-            path.display()
-        );
-    }
-    report::print(&result, &launcher.kernel);
+    write_results(args, &result)?;
+    report::print(&result, Some(&launcher.kernel));
     if let Some(path) = &args.trace {
         let (trace, s) = xtask::trace::chrome_trace(&result.records)?;
         std::fs::write(path, serde_json::to_vec(&trace)?)
@@ -120,6 +112,40 @@ fn run(args: &RunArgs) -> Result<i32> {
         print_sched_latency(&xtask::trace::latency_table(&result.records)?);
     }
     Ok(result.outcome.exit_code())
+}
+
+/// `cargo xtask run --backend sim`: the same report from the host simulator.
+fn run_sim(args: &RunArgs) -> Result<i32> {
+    let cfg = xtask::simrun::config(args)?;
+    eprintln!(
+        "xtask: simulating '{}' on {} CPUs ({} NUMA nodes), profile {}, seed {}",
+        cfg.experiment,
+        cfg.topology.nr_cpus(),
+        cfg.topology.nr_nodes,
+        cfg.profile.name,
+        cfg.seed
+    );
+    let result = xtask::simrun::run(args, true)?;
+    write_results(args, &result)?;
+    report::print(&result, None);
+    Ok(result.outcome.exit_code())
+}
+
+/// `--results FILE`: the run's records as JSON lines.
+fn write_results(args: &RunArgs, result: &xtask::runner::RunResult) -> Result<()> {
+    if let Some(path) = &args.results {
+        let mut f =
+            std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
+        for r in &result.records {
+            writeln!(f, "{r}")?;
+        }
+        eprintln!(
+            "xtask: {} records written to {}",
+            result.records.len(),
+            path.display()
+        );
+    }
+    Ok(())
 }
 
 /// `cargo xtask seed [N]`: list the recipes, or run one as a comparison.

@@ -14,7 +14,7 @@ fn u(v: &Value) -> u64 {
 }
 
 /// Prints the report of one run to stdout.
-pub fn print(result: &RunResult, kernel_elf: &Path) {
+pub fn print(result: &RunResult, kernel_elf: Option<&Path>) {
     println!();
     println!("== schedlab report ==");
     if let Some(b) = result.record("boot") {
@@ -25,17 +25,35 @@ pub fn print(result: &RunResult, kernel_elf: &Path) {
             u(&b["madt_cpus"]),
             b["experiment"].as_str().unwrap_or("?"),
         );
+    } else if let Some(s) = result.record("sim") {
+        println!(
+            "sim: {} simulated CPUs ({} NUMA nodes), profile {}, seed {}, experiment '{}'; times are simulated parallel time",
+            u(&s["cpus"]),
+            u(&s["nodes"]),
+            s["profile"].as_str().unwrap_or("?"),
+            u(&s["seed"]),
+            s["experiment"].as_str().unwrap_or("?"),
+        );
     } else {
         println!("boot: no boot record (the kernel did not get that far)");
     }
     for err in result.records_of("error") {
         println!("error: {}", err["message"].as_str().unwrap_or("?"));
     }
-    if let Some(f) = result.record("fault") {
-        print_fault(result, f, kernel_elf);
+    if let Some(elf) = kernel_elf {
+        if let Some(f) = result.record("fault") {
+            print_fault(result, f, elf);
+        }
+        for stuck in result.records_of("cpu_dump") {
+            print_stuck(result, stuck, elf);
+        }
     }
-    for stuck in result.records_of("cpu_dump") {
-        print_stuck(result, stuck, kernel_elf);
+    for v in result.records_of("sim_violation") {
+        println!(
+            "invariant violated at {} ns: {}",
+            u(&v["t_ns"]),
+            v["message"].as_str().unwrap_or("?")
+        );
     }
     for hb in result.records_of("hackbench") {
         print_hackbench(hb);

@@ -27,7 +27,6 @@ use alloc::vec::Vec;
 use core::fmt::Write;
 use core::sync::atomic::{AtomicU64, Ordering};
 
-use workloads::args::{Args, Rng};
 use crate::arch::qemu::ExitCode;
 use crate::arch::{fpu, percpu, time};
 use crate::machine::Machine;
@@ -35,6 +34,7 @@ use crate::record::{Emit, Record, json_array};
 use crate::sync::IrqSpinLock;
 use crate::task::{self, SpawnOptions};
 use crate::watchdog;
+use workloads::args::{Args, Rng};
 
 /// What an FPU thread keeps in its registers.
 #[derive(Clone, Copy, PartialEq, Eq)]

@@ -14,7 +14,6 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::fmt::Write;
 
-use workloads::args::Args;
 use crate::arch::qemu::ExitCode;
 use crate::arch::time;
 use crate::machine::Machine;
@@ -22,6 +21,7 @@ use crate::record::{Emit, Record, json_array};
 use crate::sync::{IrqSpinLock, pipe};
 use crate::task::{self, SpawnOptions};
 use crate::watchdog;
+use workloads::args::Args;
 
 /// Round-trip statistics of one placement, in ns.
 struct Rtt {

@@ -17,7 +17,6 @@ use alloc::vec::Vec;
 use core::fmt::Write;
 use core::sync::atomic::{AtomicU64, Ordering};
 
-use workloads::args::{Args, Rng, compute};
 use crate::arch::qemu::ExitCode;
 use crate::arch::{percpu, time};
 use crate::machine::Machine;
@@ -25,6 +24,7 @@ use crate::record::{Emit, Record, json_array};
 use crate::sync::{Barrier, Mutex, Semaphore, pipe, socketpair};
 use crate::task::{self, SpawnOptions};
 use crate::watchdog;
+use workloads::args::{Args, Rng, compute};
 
 const GROUP: usize = 8;
 const MIXERS: usize = 4;

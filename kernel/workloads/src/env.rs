@@ -106,8 +106,7 @@ pub trait Env: Clone + Send + Sync + 'static {
     /// other with WF_SYNC, as `pipe_write()` and `sock_def_readable()` do.
     fn channel(&self, capacity: usize) -> (Self::Tx, Self::Rx);
     /// Writes `bytes` bytes, blocking while the channel is full.
-    fn send(&self, tx: &Self::Tx, bytes: usize)
-    -> impl Future<Output = Result<(), Closed>> + Send;
+    fn send(&self, tx: &Self::Tx, bytes: usize) -> impl Future<Output = Result<(), Closed>> + Send;
     /// Reads up to `max` bytes, blocking while the channel is empty; 0 =
     /// every writer is gone and the channel is drained.
     fn recv(&self, rx: &mut Self::Rx, max: usize) -> impl Future<Output = usize> + Send;

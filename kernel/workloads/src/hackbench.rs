@@ -135,7 +135,10 @@ pub async fn run<E: Env>(env: &E, p: Params) -> Result<(), String> {
                 }
                 books.bytes_received.fetch_add(got, Ordering::Relaxed);
             };
-            handles.push(env.spawn(Spawn::named(format!("hb-recv{g}.{r}")), body).await);
+            handles.push(
+                env.spawn(Spawn::named(format!("hb-recv{g}.{r}")), body)
+                    .await,
+            );
         }
         let writers = Arc::new(writers);
         for s in 0..fds {
@@ -152,7 +155,10 @@ pub async fn run<E: Env>(env: &E, p: Params) -> Result<(), String> {
                     }
                 }
             };
-            handles.push(env.spawn(Spawn::named(format!("hb-send{g}.{s}")), body).await);
+            handles.push(
+                env.spawn(Spawn::named(format!("hb-send{g}.{s}")), body)
+                    .await,
+            );
         }
     }
     gate.wait_ready(env).await;

@@ -59,7 +59,13 @@ pub struct Params {
 }
 
 /// Placements `placement=` accepts.
-pub const PLACEMENTS: &[&str] = &["unbound", "stacked", "cross-smt", "cross-core", "cross-node"];
+pub const PLACEMENTS: &[&str] = &[
+    "unbound",
+    "stacked",
+    "cross-smt",
+    "cross-core",
+    "cross-node",
+];
 
 /// (server CPU, client CPU) of pair `i` under `placement`; None = unbound.
 pub fn pair_cpus(
@@ -199,7 +205,10 @@ pub async fn run<E: Env>(env: &E, p: Params) -> Result<(), String> {
         };
         let how = |name: String, cpu: Option<usize>| Spawn { name, pinned: cpu };
         let (server_cpu, client_cpu) = (pins[i].map(|p| p.0), pins[i].map(|p| p.1));
-        handles.push(env.spawn(how(format!("netserver{i}"), server_cpu), server).await);
+        handles.push(
+            env.spawn(how(format!("netserver{i}"), server_cpu), server)
+                .await,
+        );
         let (e, g, bk, st) = (env.clone(), gate.clone(), b.clone(), stop.clone());
         let client = async move {
             g.check_in_and_wait(&e).await;
@@ -233,7 +242,10 @@ pub async fn run<E: Env>(env: &E, p: Params) -> Result<(), String> {
             // Dropping the socket closes the server's side: it ends.
             drop(to_server);
         };
-        handles.push(env.spawn(how(format!("netperf{i}"), client_cpu), client).await);
+        handles.push(
+            env.spawn(how(format!("netperf{i}"), client_cpu), client)
+                .await,
+        );
     }
     gate.wait_ready(env).await;
     let interval = Interval::start(env);

@@ -209,11 +209,17 @@ pub async fn run<E: Env>(env: &E, p: Params) -> Result<(), String> {
                 r.wakeup.merge(&st.wakeup);
                 r.request.merge(&st.request);
             };
-            handles.push(env.spawn(Spawn::named(format!("sb-worker{mi}.{wi}")), body).await);
+            handles.push(
+                env.spawn(Spawn::named(format!("sb-worker{mi}.{wi}")), body)
+                    .await,
+            );
         }
         let (e, m2, sh2) = (env.clone(), msg.clone(), sh.clone());
         let body = async move { messenger(&e, &m2, &sh2, deadline).await };
-        handles.push(env.spawn(Spawn::named(format!("sb-message{mi}")), body).await);
+        handles.push(
+            env.spawn(Spawn::named(format!("sb-message{mi}")), body)
+                .await,
+        );
     }
     // Let the run go, then stop every worker.
     while env.now_ns() < deadline {

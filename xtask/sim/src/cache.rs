@@ -34,7 +34,14 @@ pub struct DataHome {
 
 /// Refill time (ns) of a working set of `ws` bytes for a task whose data is
 /// at `home`, starting on `cpu` whose eviction clock reads `touched`.
-pub fn refill_ns(p: &Profile, g: &Geometry<'_>, ws: u64, home: DataHome, cpu: usize, touched: u64) -> f64 {
+pub fn refill_ns(
+    p: &Profile,
+    g: &Geometry<'_>,
+    ws: u64,
+    home: DataHome,
+    cpu: usize,
+    touched: u64,
+) -> f64 {
     if ws == 0 {
         return 0.0;
     }
@@ -66,7 +73,13 @@ pub fn refill_ns(p: &Profile, g: &Geometry<'_>, ws: u64, home: DataHome, cpu: us
 }
 
 /// Time (ns) for a reader on `to` to pull `bytes` written on `from`.
-pub fn transfer_ns(p: &Profile, g: &Geometry<'_>, bytes: usize, from: Option<usize>, to: usize) -> f64 {
+pub fn transfer_ns(
+    p: &Profile,
+    g: &Geometry<'_>,
+    bytes: usize,
+    from: Option<usize>,
+    to: usize,
+) -> f64 {
     let Some(from) = from else {
         return 0.0;
     };
@@ -89,8 +102,15 @@ pub struct Geometry<'a> {
 impl Geometry<'_> {
     /// SLIT distance between the nodes of two CPUs.
     pub fn slit(&self, a: usize, b: usize) -> u32 {
-        let (na, nb) = (self.topo.cpus[a].node as usize, self.topo.cpus[b].node as usize);
-        self.slit.get(na).and_then(|r| r.get(nb)).copied().unwrap_or(10)
+        let (na, nb) = (
+            self.topo.cpus[a].node as usize,
+            self.topo.cpus[b].node as usize,
+        );
+        self.slit
+            .get(na)
+            .and_then(|r| r.get(nb))
+            .copied()
+            .unwrap_or(10)
     }
 }
 
@@ -105,7 +125,10 @@ mod tests {
         let mut s = SyntheticSpec::simple(2, 2, 2);
         s.nodes = 2;
         s.distances = Some(vec![vec![10, 21], vec![21, 10]]);
-        (SchedTopo::synthetic(&s).unwrap(), vec![vec![10, 21], vec![21, 10]])
+        (
+            SchedTopo::synthetic(&s).unwrap(),
+            vec![vec![10, 21], vec![21, 10]],
+        )
     }
 
     #[test]
@@ -114,7 +137,10 @@ mod tests {
         let g = Geometry { topo: &t, slit: &d };
         let p = Profile::default_profile();
         let ws = 512 * 1024;
-        let at = |cpu| DataHome { cpu: Some(cpu), mark: 0 };
+        let at = |cpu| DataHome {
+            cpu: Some(cpu),
+            mark: 0,
+        };
         let here = refill_ns(&p, &g, ws, at(0), 0, 0);
         let smt = refill_ns(&p, &g, ws, at(1), 0, 0);
         let llc = refill_ns(&p, &g, ws, at(2), 0, 0);
@@ -132,10 +158,16 @@ mod tests {
         let g = Geometry { topo: &t, slit: &d };
         let p = Profile::default_profile();
         let ws = 256 * 1024;
-        let home = DataHome { cpu: Some(0), mark: 1000 };
+        let home = DataHome {
+            cpu: Some(0),
+            mark: 1000,
+        };
         let half = refill_ns(&p, &g, ws, home, 0, 1000 + p.cache.private_bytes / 2);
         let all = refill_ns(&p, &g, ws, home, 0, 1000 + 4 * p.cache.private_bytes);
-        assert!(half > 0.0 && (all - 2.0 * half).abs() / all < 0.01, "{half} {all}");
+        assert!(
+            half > 0.0 && (all - 2.0 * half).abs() / all < 0.01,
+            "{half} {all}"
+        );
     }
 
     #[test]
@@ -143,7 +175,10 @@ mod tests {
         let (t, d) = geo();
         let g = Geometry { topo: &t, slit: &d };
         let p = Profile::default_profile();
-        let home = DataHome { cpu: Some(4), mark: 0 };
+        let home = DataHome {
+            cpu: Some(4),
+            mark: 0,
+        };
         let small = refill_ns(&p, &g, p.cache.private_bytes, home, 0, 0);
         let big = refill_ns(&p, &g, 2 * p.cache.private_bytes, home, 0, 0);
         assert!(big > 1.9 * small, "{small} {big}");

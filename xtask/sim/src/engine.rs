@@ -321,7 +321,9 @@ impl Engine {
         }
         self.cpus[to].ipi_pending = true;
         let g = self.geometry();
-        let mut lat = self.prof.ipi_ns(g.topo.distance(from, to), g.slit(from, to));
+        let mut lat = self
+            .prof
+            .ipi_ns(g.topo.distance(from, to), g.slit(from, to));
         if self.cpus[to].curr.is_none() {
             lat += self.prof.wakeup.idle_exit_ns;
         }
@@ -402,9 +404,7 @@ impl Engine {
     fn rerate_siblings(&mut self, cpu: usize) {
         let sibs: Vec<usize> = self.sched.shared.topo.smt[cpu].iter().collect();
         for &s in &sibs {
-            let busy_sibling = sibs
-                .iter()
-                .any(|&o| o != s && self.cpus[o].curr.is_some());
+            let busy_sibling = sibs.iter().any(|&o| o != s && self.cpus[o].curr.is_some());
             let rate = if busy_sibling {
                 (self.prof.cpu.smt_shared_speed * 1000.0).round().max(1.0) as u64
             } else {

@@ -172,7 +172,13 @@ impl Env for SimEnv {
     }
 
     async fn send(&self, tx: &Tx, bytes: usize) -> Result<(), Closed> {
-        match self.call(Sys::Send { ch: tx.ch, left: bytes }).await {
+        match self
+            .call(Sys::Send {
+                ch: tx.ch,
+                left: bytes,
+            })
+            .await
+        {
             Reply::Sent(true) => Ok(()),
             _ => Err(Closed),
         }
@@ -195,10 +201,7 @@ impl Env for SimEnv {
     }
 
     async fn barrier_wait(&self, b: &usize) -> bool {
-        matches!(
-            self.call(Sys::BarrierWait(*b)).await,
-            Reply::Leader(true)
-        )
+        matches!(self.call(Sys::BarrierWait(*b)).await, Reply::Leader(true))
     }
 
     fn semaphore(&self, permits: u64) -> usize {

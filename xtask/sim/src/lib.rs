@@ -136,9 +136,7 @@ pub fn run(cfg: &Config) -> Result<Outcome, String> {
         let r = workload.run(&env).await;
         *res.lock().expect("result") = Some(r);
     };
-    let r = e
-        .sched
-        .wake_up_new_task(None, 0, 0, TaskPolicy::Normal, 0);
+    let r = e.sched.wake_up_new_task(None, 0, 0, TaskPolicy::Normal, 0);
     e.add_task(r.task, Box::pin(main));
     e.reschedule(0);
 

@@ -67,13 +67,10 @@ impl Engine {
         match sys {
             Sys::Spawn(how, fut) => {
                 let r = match how.pinned {
-                    Some(c) if c < self.cpus.len() => self.sched.wake_up_new_task_bound(
-                        Some(p),
-                        c,
-                        0,
-                        TaskPolicy::Normal,
-                        now,
-                    ),
+                    Some(c) if c < self.cpus.len() => {
+                        self.sched
+                            .wake_up_new_task_bound(Some(p), c, 0, TaskPolicy::Normal, now)
+                    }
                     _ => self
                         .sched
                         .wake_up_new_task(Some(p), cpu, 0, TaskPolicy::Normal, now),

@@ -183,7 +183,9 @@ impl Profile {
         }
         let j = self.noise.jitter;
         if !(0.0..0.5).contains(&j) {
-            return Err(format!("cost profile: noise.jitter = {j} must be in [0, 0.5)"));
+            return Err(format!(
+                "cost profile: noise.jitter = {j} must be in [0, 0.5)"
+            ));
         }
         for (k, v) in [
             ("cache.line_bytes", self.cache.line_bytes),
@@ -253,9 +255,17 @@ mod tests {
         let missing = DEFAULT_PROFILE.replace("fork_ns = 20000", "");
         assert!(Profile::parse(&missing).unwrap_err().contains("fork_ns"));
         let neg = DEFAULT_PROFILE.replace("futex_ns = 350", "futex_ns = -1");
-        assert!(Profile::parse(&neg).unwrap_err().contains("kernel.futex_ns"));
+        assert!(
+            Profile::parse(&neg)
+                .unwrap_err()
+                .contains("kernel.futex_ns")
+        );
         let smt = DEFAULT_PROFILE.replace("smt_shared_speed = 0.62", "smt_shared_speed = 0");
-        assert!(Profile::parse(&smt).unwrap_err().contains("smt_shared_speed"));
+        assert!(
+            Profile::parse(&smt)
+                .unwrap_err()
+                .contains("smt_shared_speed")
+        );
     }
 
     #[test]

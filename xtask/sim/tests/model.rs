@@ -5,7 +5,8 @@ mod common;
 use common::*;
 
 fn u(v: &serde_json::Value, k: &str) -> u64 {
-    v[k].as_u64().unwrap_or_else(|| panic!("{k} missing in {v}"))
+    v[k].as_u64()
+        .unwrap_or_else(|| panic!("{k} missing in {v}"))
 }
 
 #[test]
@@ -85,7 +86,10 @@ fn every_workload_balances_its_books() {
         ("hackbench", "groups:2,fds:3,loops:10,transport:pipe"),
         ("schbench", "workers:4,duration_ms:20,sleep_us:50"),
         ("netperf", "test:TCP_RR,pairs:3,duration_ms:10"),
-        ("netperf", "test:TCP_STREAM,pairs:2,duration_ms:10,placement:cross-smt"),
+        (
+            "netperf",
+            "test:TCP_STREAM,pairs:2,duration_ms:10,placement:cross-smt",
+        ),
         ("nas", "threads:6,phases:3,work:1000,imbalance_pct:50"),
     ] {
         let o = run(&config(machine(2, 2, 2), exp, args));
@@ -118,12 +122,19 @@ fn configuration_errors_name_what_is_wrong_before_running() {
 
 #[test]
 fn a_pinned_placement_that_the_machine_lacks_fails_the_run_with_a_reason() {
-    let c = config(machine(1, 2, 1), "netperf", "pairs:1,duration_ms:10,placement:cross-smt");
+    let c = config(
+        machine(1, 2, 1),
+        "netperf",
+        "pairs:1,duration_ms:10,placement:cross-smt",
+    );
     let o = schedsim::run(&c).expect("starts");
     assert!(!o.success);
     let e = record(&o, "error");
     assert!(
-        e["message"].as_str().unwrap().contains("needs SMT siblings"),
+        e["message"]
+            .as_str()
+            .unwrap()
+            .contains("needs SMT siblings"),
         "{e}"
     );
 }

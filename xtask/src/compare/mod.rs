@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 
-use crate::cli::CompareArgs;
+use crate::cli::{Backend, CompareArgs};
 use crate::launch::Launcher;
 use crate::outcome::Outcome;
 use stats::{Better, Summary};
@@ -44,9 +44,16 @@ pub struct Table {
 
 /// Runs the comparison (building the kernel first) and prints its table.
 pub fn run(args: &CompareArgs) -> Result<i32> {
-    crate::prereq::ensure_all()?;
-    let launcher = Launcher::build(args.run.release, args.run.max_log_level.as_deref())?;
-    let table = measure(args, &launcher)?;
+    let launcher = if args.run.backend == Backend::Sim {
+        None
+    } else {
+        crate::prereq::ensure_all()?;
+        Some(Launcher::build(
+            args.run.release,
+            args.run.max_log_level.as_deref(),
+        )?)
+    };
+    let table = measure(args, launcher.as_ref())?;
     print!("{}", render(&table, args.runs));
     if let Some(path) = &args.plot {
         std::fs::write(path, plot::svg(&table)?)
@@ -56,9 +63,9 @@ pub fn run(args: &CompareArgs) -> Result<i32> {
     Ok(0)
 }
 
-/// Boots every run of the comparison with `launcher`'s kernel and collects
-/// the samples.
-pub fn measure(args: &CompareArgs, launcher: &Launcher) -> Result<Table> {
+/// Runs every run of the comparison (booting `launcher`'s kernel, or in the
+/// simulator when there is none) and collects the samples.
+pub fn measure(args: &CompareArgs, launcher: Option<&Launcher>) -> Result<Table> {
     if args.run.trace.is_some() {
         bail!("--trace records one run: use it with `cargo xtask run`, not compare");
     }
@@ -99,6 +106,10 @@ pub fn measure(args: &CompareArgs, launcher: &Launcher) -> Result<Table> {
     }
     base_run.boot_config()?;
     var_run.boot_config()?;
+    if launcher.is_none() {
+        crate::simrun::config(&base_run)?;
+        crate::simrun::config(&var_run)?;
+    }
     let qemu = args.run.qemu()?;
 
     let ops: Vec<(String, Option<(String, String)>)> = match &sweep {
@@ -143,14 +154,17 @@ pub fn measure(args: &CompareArgs, launcher: &Launcher) -> Result<Table> {
                     },
                     i + 1
                 );
-                let result = launcher.boot(
-                    &r.boot_config()?,
-                    &qemu,
-                    Duration::from_secs(args.run.timeout),
-                    false,
-                )?;
+                let result = match launcher {
+                    Some(l) => l.boot(
+                        &r.boot_config()?,
+                        &qemu,
+                        Duration::from_secs(args.run.timeout),
+                        false,
+                    )?,
+                    None => crate::simrun::run(&r, false)?,
+                };
                 if result.outcome != Outcome::Success {
-                    crate::report::print(&result, &launcher.kernel);
+                    crate::report::print(&result, launcher.map(|l| l.kernel.as_path()));
                     bail!(
                         "{which} run {} (op {label}) failed: {}",
                         i + 1,
