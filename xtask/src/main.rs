@@ -36,11 +36,14 @@ fn main() -> ExitCode {
                 .status()?;
             Ok(if status.success() { 0 } else { 1 })
         }),
-        Cmd::Bench => build::cargo()
-            .args(["bench", "--package", "sched", "--bench", "core"])
-            .status()
-            .map(|s| if s.success() { 0 } else { 1 })
-            .map_err(Into::into),
+        Cmd::Bench => [("sched", "core"), ("schedsim", "sim")]
+            .iter()
+            .try_fold(0, |rc, (package, bench)| {
+                let s = build::cargo()
+                    .args(["bench", "--package", package, "--bench", bench])
+                    .status()?;
+                Ok(if s.success() { rc } else { 1 })
+            }),
         Cmd::List => {
             println!("experiments (--experiment NAME):");
             for e in bootcfg::EXPERIMENTS {
