@@ -36,14 +36,16 @@ fn main() -> ExitCode {
                 .status()?;
             Ok(if status.success() { 0 } else { 1 })
         }),
-        Cmd::Bench => [("sched", "core"), ("schedsim", "sim")]
-            .iter()
-            .try_fold(0, |rc, (package, bench)| {
-                let s = build::cargo()
-                    .args(["bench", "--package", package, "--bench", bench])
-                    .status()?;
-                Ok(if s.success() { rc } else { 1 })
-            }),
+        Cmd::Bench => {
+            [("sched", "core"), ("schedsim", "sim")]
+                .iter()
+                .try_fold(0, |rc, (package, bench)| {
+                    let s = build::cargo()
+                        .args(["bench", "--package", package, "--bench", bench])
+                        .status()?;
+                    Ok(if s.success() { rc } else { 1 })
+                })
+        }
         Cmd::List => {
             println!("experiments (--experiment NAME):");
             for e in bootcfg::EXPERIMENTS {

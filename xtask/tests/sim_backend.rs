@@ -16,10 +16,26 @@ fn run_args(extra: &[&str]) -> xtask::cli::RunArgs {
 }
 
 const SHAPES: &[(&str, &[&str])] = &[
-    ("hackbench", &["--arg", "groups=2", "--arg", "fds=2", "--arg", "loops=5"]),
-    ("schbench", &["--arg", "workers=2", "--arg", "duration_ms=10"]),
+    (
+        "hackbench",
+        &["--arg", "groups=2", "--arg", "fds=2", "--arg", "loops=5"],
+    ),
+    (
+        "schbench",
+        &["--arg", "workers=2", "--arg", "duration_ms=10"],
+    ),
     ("netperf", &["--arg", "pairs=2", "--arg", "duration_ms=10"]),
-    ("nas", &["--arg", "threads=8", "--arg", "phases=2", "--arg", "work=1000"]),
+    (
+        "nas",
+        &[
+            "--arg",
+            "threads=8",
+            "--arg",
+            "phases=2",
+            "--arg",
+            "work=1000",
+        ],
+    ),
 ];
 
 #[test]

@@ -12,6 +12,7 @@
 //! - same LLC, other LLC, other package, other node: that distance's
 //!   latency; beyond the LLC (other LLC and farther) the part that lived in
 //!   the old LLC (up to the LLC share) is refilled from the old place too.
+//!
 //! A brand-new task's data comes from local memory.
 //!
 //! Message data moved through a channel is charged the same way at the
