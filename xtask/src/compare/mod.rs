@@ -140,10 +140,17 @@ pub fn measure(args: &CompareArgs, launcher: Option<&Launcher>) -> Result<Table>
         let mut per_metric: Vec<(String, Samples)> = Vec::new();
         for i in 0..args.runs {
             for (which, r) in [("baseline", &base_run), ("variant", &var_run)] {
-                let r = match arg {
+                let mut r = match arg {
                     Some((k, v)) => with_arg(r, k, v),
                     None => r.clone(),
                 };
+                if launcher.is_none() {
+                    // The simulator is deterministic per seed: run i of both
+                    // configurations uses seed + i, so the runs sample the
+                    // seed's perturbation (docs/simulator.md) and baseline
+                    // and variant see the same perturbations.
+                    r.seed = Some(args.run.seed.unwrap_or(0) + u64::from(i));
+                }
                 done += 1;
                 eprintln!(
                     "xtask: compare run {done}/{total}: {which} ({}), op {label}, run {}",
