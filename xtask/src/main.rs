@@ -98,6 +98,31 @@ fn run(args: &RunArgs) -> Result<i32> {
     let result = launcher.boot(&config, &qemu, Duration::from_secs(args.timeout), true)?;
     write_results(args, &result)?;
     report::print(&result, Some(&launcher.kernel));
+    write_trace(args, &result)?;
+    Ok(result.outcome.exit_code())
+}
+
+/// `cargo xtask run --backend sim`: the same report from the host simulator.
+fn run_sim(args: &RunArgs) -> Result<i32> {
+    let cfg = xtask::simrun::config(args)?;
+    eprintln!(
+        "xtask: simulating '{}' on {} CPUs ({} NUMA nodes), profile {}, seed {}",
+        cfg.experiment,
+        cfg.topology.nr_cpus(),
+        cfg.topology.nr_nodes,
+        cfg.profile.name,
+        cfg.seed
+    );
+    let result = xtask::simrun::run(args, true)?;
+    write_results(args, &result)?;
+    report::print(&result, None);
+    write_trace(args, &result)?;
+    Ok(result.outcome.exit_code())
+}
+
+/// `--trace FILE`: the run's scheduler trace as a Chrome/Perfetto timeline,
+/// and the `perf sched latency`-style table.
+fn write_trace(args: &RunArgs, result: &xtask::runner::RunResult) -> Result<()> {
     if let Some(path) = &args.trace {
         let (trace, s) = xtask::trace::chrome_trace(&result.records)?;
         std::fs::write(path, serde_json::to_vec(&trace)?)
@@ -116,24 +141,7 @@ fn run(args: &RunArgs) -> Result<i32> {
         );
         print_sched_latency(&xtask::trace::latency_table(&result.records)?);
     }
-    Ok(result.outcome.exit_code())
-}
-
-/// `cargo xtask run --backend sim`: the same report from the host simulator.
-fn run_sim(args: &RunArgs) -> Result<i32> {
-    let cfg = xtask::simrun::config(args)?;
-    eprintln!(
-        "xtask: simulating '{}' on {} CPUs ({} NUMA nodes), profile {}, seed {}",
-        cfg.experiment,
-        cfg.topology.nr_cpus(),
-        cfg.topology.nr_nodes,
-        cfg.profile.name,
-        cfg.seed
-    );
-    let result = xtask::simrun::run(args, true)?;
-    write_results(args, &result)?;
-    report::print(&result, None);
-    Ok(result.outcome.exit_code())
+    Ok(())
 }
 
 /// `--results FILE`: the run's records as JSON lines.

@@ -48,9 +48,6 @@ pub fn config(args: &RunArgs) -> Result<schedsim::Config> {
                 .map_err(|e| anyhow::anyhow!("--profile {}: {e}", p.display()))?
         }
     };
-    if args.trace.is_some() {
-        bail!("--trace is recorded by the kernel; the simulator does not write timelines yet");
-    }
     let boot = args.boot_config()?;
     let cfg = schedsim::Config {
         topology,
@@ -64,6 +61,11 @@ pub fn config(args: &RunArgs) -> Result<schedsim::Config> {
         profile,
         max_sim_ns: MAX_SIM_SECONDS * 1_000_000_000,
         label: boot.label,
+        trace_events: if args.trace.is_some() {
+            args.trace_events
+        } else {
+            0
+        },
     };
     schedsim::validate(&cfg).map_err(|e| anyhow::anyhow!("{e}"))?;
     Ok(cfg)

@@ -144,3 +144,28 @@ fn compare_in_the_simulator_renders_the_table() {
     assert_eq!(s.baseline.len(), 2);
     assert_ne!(s.baseline[0], s.baseline[1], "{text}");
 }
+
+#[test]
+fn a_simulated_run_gives_the_kernels_trace_timeline() {
+    let path = std::env::temp_dir().join(format!("schedsim-trace-{}.json", std::process::id()));
+    let a = run_args(&[
+        "--experiment",
+        "hackbench",
+        "--arg",
+        "groups=1",
+        "--arg",
+        "fds=3",
+        "--arg",
+        "loops=10",
+        "--trace",
+        path.to_str().unwrap(),
+    ]);
+    let r = xtask::simrun::run(&a, false).expect("runs");
+    let (_, s) =
+        xtask::trace::chrome_trace(&r.records).expect("the kernel's trace decoder reads it");
+    assert_eq!(s.threads, 1 + 6, "main + 3 senders + 3 receivers");
+    assert_eq!(s.cpus, 8);
+    assert!(s.events > 6 * 10, "{s:?}");
+    let lat = xtask::trace::latency_table(&r.records).expect("latency table");
+    assert!(lat.iter().any(|t| t.name.starts_with("hb-recv")), "{lat:?}");
+}

@@ -32,6 +32,7 @@ fn case(name: &str, topology: Topology, experiment: &str, args: &str) {
         profile: Profile::default_profile(),
         max_sim_ns: 3_600_000_000_000,
         label: String::new(),
+        trace_events: 0,
     };
     let t0 = Instant::now();
     let out = schedsim::run(&cfg).expect("runs");

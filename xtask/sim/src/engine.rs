@@ -29,6 +29,7 @@ use workloads::args::Rng;
 use crate::cache::{self, DataHome, Geometry};
 use crate::env::SimEnv;
 use crate::profile::Profile;
+use crate::trace::{Kind, Trace};
 use crate::world::{Reply, Sys, TaskFuture, World};
 
 /// An event.
@@ -99,6 +100,8 @@ pub struct Engine {
     pending_wakes: u64,
     /// Events processed.
     pub events_done: u64,
+    /// The scheduler trace (`--trace`), if recorded.
+    pub(crate) trace: Option<Trace>,
 }
 
 impl Engine {
@@ -148,6 +151,7 @@ impl Engine {
             tick_ns,
             pending_wakes: 0,
             events_done: 0,
+            trace: None,
         };
         for cpu in 0..n {
             e.push(tick_ns, Ev::Tick(cpu));
@@ -267,6 +271,7 @@ impl Engine {
     fn tick(&mut self, cpu: usize) {
         self.account(cpu);
         let r = self.sched.tick(cpu, self.now);
+        self.trace_migrations(cpu, &r.migrations);
         let mut local = r.need_resched;
         for &c in r.resched.iter().chain(r.migrations.iter().map(|m| &m.to)) {
             if c == cpu {
@@ -331,6 +336,32 @@ impl Engine {
         self.push(self.now + lat, Ev::Resched(to));
     }
 
+    /// The trace's thread number of `p` (0 = idle or gone).
+    pub(crate) fn tid(&self, p: Option<TaskId>) -> u64 {
+        p.and_then(|p| self.tasks.get(p.0 as usize))
+            .and_then(|t| t.as_ref())
+            .map_or(0, |t| t.serial + 1)
+    }
+
+    /// Records a trace event on `cpu` now (no-op when not tracing).
+    pub(crate) fn trace(&mut self, cpu: usize, kind: Kind, a: u64, b: u64, c: u64) {
+        let now = self.now;
+        if let Some(t) = self.trace.as_mut() {
+            t.event(cpu, now, kind, a, b, c);
+        }
+    }
+
+    fn trace_migrations(&mut self, cpu: usize, moved: &[sched::core::Migration]) {
+        if self.trace.is_none() {
+            return;
+        }
+        for m in moved {
+            let to = ((m.to as u64) << 4) | m.reason as u64;
+            let tid = self.tid(Some(m.task));
+            self.trace(cpu, Kind::Migrate, tid, m.from as u64, to);
+        }
+    }
+
     /// `try_to_wake_up(q)` from `waker_cpu`.
     pub(crate) fn wake(&mut self, q: TaskId, waker_cpu: usize, sync: bool) {
         match self.sched.try_task(q) {
@@ -339,6 +370,10 @@ impl Engine {
         }
         self.task(q).waiting = "";
         let r = self.sched.wake_up(q, waker_cpu, sync, self.now);
+        if self.trace.is_some() {
+            let tid = self.tid(Some(q));
+            self.trace(waker_cpu, Kind::Wakeup, tid, r.cpu as u64, u64::from(sync));
+        }
         for c in r.resched {
             self.send_resched(waker_cpu, c);
         }
@@ -350,6 +385,7 @@ impl Engine {
         self.cpus[cpu].local_resched = false;
         let prev = self.cpus[cpu].curr;
         let sw = self.sched.schedule(cpu, self.now);
+        self.trace_migrations(cpu, &sw.migrations);
         for &c in sw.resched.iter().chain(sw.migrations.iter().map(|m| &m.to)) {
             if c != cpu {
                 self.send_resched(cpu, c);
@@ -358,6 +394,10 @@ impl Engine {
         let next = sw.next;
         if prev != next {
             self.world.lock().expect("world").counters[cpu].switches += 1;
+            if self.trace.is_some() {
+                let (a, b) = (self.tid(next), self.tid(prev));
+                self.trace(cpu, Kind::Switch, a, b, 0);
+            }
             if let Some(p) = prev
                 && let Some(t) = self.tasks[p.0 as usize].as_mut()
             {

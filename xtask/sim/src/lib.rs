@@ -15,6 +15,7 @@ mod engine;
 mod env;
 mod ops;
 pub mod profile;
+mod trace;
 mod world;
 
 use std::fmt::Write as _;
@@ -54,6 +55,8 @@ pub struct Config {
     pub max_sim_ns: u64,
     /// Free-form label copied into the `sim` record.
     pub label: String,
+    /// Scheduler trace events kept per CPU (0 = no trace).
+    pub trace_events: u32,
 }
 
 /// What a run produced.
@@ -130,6 +133,11 @@ pub fn run(cfg: &Config) -> Result<Outcome, String> {
         cfg.topology.distance.clone(),
         cfg.seed,
     );
+    if cfg.trace_events > 0 {
+        let mut t = trace::Trace::new(nr, cfg.trace_events);
+        t.name(1, "main");
+        e.trace = Some(t);
+    }
     let result = std::sync::Arc::new(std::sync::Mutex::new(None));
     let (env, res) = (e.env.clone(), result.clone());
     let main = async move {
@@ -137,7 +145,8 @@ pub fn run(cfg: &Config) -> Result<Outcome, String> {
         *res.lock().expect("result") = Some(r);
     };
     let r = e.sched.wake_up_new_task(None, 0, 0, TaskPolicy::Normal, 0);
-    e.add_task(r.task, Box::pin(main));
+    let serial = e.add_task(r.task, Box::pin(main));
+    e.trace(0, trace::Kind::Fork, serial + 1, r.cpu as u64, 0);
     e.reschedule(0);
 
     let mut checks = Checks::new(nr);
@@ -186,6 +195,9 @@ pub fn run(cfg: &Config) -> Result<Outcome, String> {
                 .str("message", msg)
                 .finish(),
         );
+    }
+    if let Some(t) = &e.trace {
+        out.records.extend(t.records());
     }
     out.records.extend(checks.violation_records());
     out.sim_ns = e.now;

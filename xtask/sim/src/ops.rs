@@ -13,6 +13,7 @@ use sched::{TaskId, TaskPolicy};
 
 use crate::cache;
 use crate::engine::{After, Engine, Ev};
+use crate::trace::Kind;
 use crate::world::{Reply, Sys};
 
 /// What follows an effect.
@@ -76,6 +77,12 @@ impl Engine {
                         .wake_up_new_task(Some(p), cpu, 0, TaskPolicy::Normal, now),
                 };
                 let serial = self.add_task(r.task, fut);
+                if let Some(t) = self.trace.as_mut() {
+                    t.name(serial + 1, &how.name);
+                }
+                if self.trace.is_some() {
+                    self.trace(cpu, Kind::Fork, serial + 1, r.cpu as u64, 0);
+                }
                 for c in r.resched {
                     self.send_resched(cpu, c);
                 }

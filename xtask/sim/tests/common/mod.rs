@@ -24,6 +24,7 @@ pub fn config(topology: Topology, experiment: &str, args: &str) -> Config {
         profile: Profile::default_profile(),
         max_sim_ns: 600_000_000_000,
         label: String::new(),
+        trace_events: 0,
     }
 }
 
