@@ -40,7 +40,7 @@ pub fn config(args: &RunArgs) -> Result<schedsim::Config> {
     let topology =
         Topology::synthetic(&spec).map_err(|e| anyhow::anyhow!("machine shape: {e:?}"))?;
     let profile = match &args.profile {
-        None => schedsim::Profile::default_profile(),
+        None => schedsim::Profile::for_preset(args.topology.as_deref()),
         Some(p) => {
             let text =
                 std::fs::read_to_string(p).with_context(|| format!("--profile {}", p.display()))?;

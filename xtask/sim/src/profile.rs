@@ -10,6 +10,16 @@ use sched::stats::MigrationDistance;
 /// The built-in default profile.
 pub const DEFAULT_PROFILE: &str = include_str!("../profiles/nominal-x86-server.toml");
 
+/// Built-in profiles by name; a topology preset with a profile of its name
+/// uses it by default.
+pub const BUILTIN: &[(&str, &str)] = &[
+    ("nominal-x86-server", DEFAULT_PROFILE),
+    (
+        "xeon-e7-8870v4",
+        include_str!("../profiles/xeon-e7-8870v4.toml"),
+    ),
+];
+
 /// A cost profile (see `profiles/nominal-x86-server.toml` for each field).
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -145,6 +155,16 @@ impl Profile {
         Profile::parse(DEFAULT_PROFILE).expect("the built-in profile is valid")
     }
 
+    /// The profile for a topology preset: its own built-in one if there is
+    /// one, else the nominal server.
+    pub fn for_preset(preset: Option<&str>) -> Profile {
+        let text = BUILTIN
+            .iter()
+            .find(|(n, _)| Some(*n) == preset)
+            .map_or(DEFAULT_PROFILE, |(_, t)| t);
+        Profile::parse(text).expect("built-in profiles are valid")
+    }
+
     fn validate(&self) -> Result<(), String> {
         let nonneg = [
             ("cpu.compute_unit_ns", self.cpu.compute_unit_ns),
@@ -242,10 +262,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn builtin_profile_parses() {
+    fn builtin_profiles_parse_under_their_names() {
         let p = Profile::default_profile();
         assert_eq!(p.name, "nominal-x86-server");
         assert!(p.cache.line_ns.remote > p.cache.line_ns.llc);
+        for (name, text) in BUILTIN {
+            assert_eq!(Profile::parse(text).unwrap().name, *name);
+        }
+        let e7 = Profile::for_preset(Some("xeon-e7-8870v4"));
+        assert!((e7.cpu.compute_unit_ns - 5.0 / 2.1).abs() < 0.01);
+        assert_eq!(Profile::for_preset(Some("2s8-nosmt")), p);
     }
 
     #[test]
