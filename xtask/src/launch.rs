@@ -55,7 +55,12 @@ impl Launcher {
         timeout: Duration,
         echo: bool,
     ) -> Result<RunResult> {
-        let image = build::image(&self.boot_tool, &self.kernel, config, qemu.firmware)?;
+        // The kernel aligns its bring-up to the virtual clock under -icount.
+        let config = BootConfig {
+            icount: qemu.icount_shift.is_some(),
+            ..config.clone()
+        };
+        let image = build::image(&self.boot_tool, &self.kernel, &config, qemu.firmware)?;
         let cmd = qemu.command(&image)?;
         if echo {
             eprintln!("$ {}", qemu::display(&cmd));
