@@ -107,6 +107,10 @@ pub struct RunArgs {
     /// Build the kernel with optimisations.
     #[arg(long)]
     pub release: bool,
+    /// Keep the run folder (disk image, boot configuration, OVMF variables)
+    /// instead of removing it when the run ends.
+    #[arg(long)]
+    pub keep: bool,
     /// Write the run's result records to FILE as JSON lines.
     #[arg(long, value_name = "FILE")]
     pub results: Option<PathBuf>,

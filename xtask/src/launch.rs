@@ -61,14 +61,16 @@ impl Launcher {
             ..config.clone()
         };
         let image = build::image(&self.boot_tool, &self.kernel, &config, qemu.firmware)?;
-        let cmd = qemu.command(&image)?;
-        if echo {
-            eprintln!("$ {}", qemu::display(&cmd));
-        }
-        let result = runner::run(cmd, timeout, echo);
-        // The image directory is per run; remove it whatever happened.
+        let result = qemu.command(&image).and_then(|cmd| {
+            if echo {
+                eprintln!("$ {}", qemu::display(&cmd));
+            }
+            runner::run(cmd, timeout, echo)
+        });
+        // The image directory is per run; remove it whatever happened
+        // (unless --keep).
         if let Some(dir) = image.parent() {
-            let _ = std::fs::remove_dir_all(dir);
+            crate::cleanup::finish_dir(dir);
         }
         result
     }

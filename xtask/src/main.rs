@@ -13,6 +13,10 @@ use xtask::{prereq, report};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Err(e) = xtask::cleanup::install() {
+        eprintln!("xtask: error: {e:#}");
+        return ExitCode::from(2);
+    }
     let result = match cli.command {
         Cmd::Run(args) => run(&args),
         Cmd::Compare(args) => xtask::compare::run(&args),
@@ -68,8 +72,15 @@ fn run(args: &RunArgs) -> Result<i32> {
     // Validate everything the user typed before any slow step.
     let config = args.boot_config()?;
     let qemu = args.qemu()?;
+    xtask::cleanup::set_keep(args.keep);
     prereq::ensure_all()?;
-    let launcher = Launcher::build(args.release, args.max_log_level.as_deref())?;
+    // Prebuilt products named in the environment (as `cargo xtask test` sets
+    // them) are used as they are; otherwise build.
+    let launcher = if std::env::var_os(ENV_KERNEL).is_some() {
+        Launcher::from_env()?
+    } else {
+        Launcher::build(args.release, args.max_log_level.as_deref())?
+    };
     let m = &qemu.machine;
     eprintln!(
         "xtask: booting '{}' on {} vCPUs ({} sockets x {} dies x {} cores x {} threads, {} NUMA nodes, {} MiB), {:?}, {}",
@@ -88,21 +99,47 @@ fn run(args: &RunArgs) -> Result<i32> {
             )),
     );
     let result = launcher.boot(&config, &qemu, Duration::from_secs(args.timeout), true)?;
-    if let Some(path) = &args.results {
-        let mut f =
-            std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
-        for r in &result.records {
-            writeln!(f, "{r}")?;
-        }
-        eprintln!(
-            "xtask: {} records written to {}",
-            result.records.len(),
-            path.display()
-        );
+    // The run's verdict stands: a reporting error after it is printed and
+    // turns only a successful run's status into 2.
+    let verdict = result.outcome.exit_code();
+    let mut reporting_failed = false;
+    if let Some(path) = &args.results
+        && let Err(e) = write_results(path, &result.records)
+    {
+        eprintln!("xtask: error: {e:#}");
+        reporting_failed = true;
     }
     report::print(&result, &launcher.kernel);
-    if let Some(path) = &args.trace {
-        let (trace, s) = xtask::trace::chrome_trace(&result.records)?;
+    if let Some(path) = &args.trace
+        && let Err(e) = write_trace(path, &result.records)
+    {
+        eprintln!("xtask: error: --trace: {e:#}");
+        reporting_failed = true;
+    }
+    Ok(if verdict == 0 && reporting_failed {
+        2
+    } else {
+        verdict
+    })
+}
+
+fn write_results(path: &std::path::Path, records: &[serde_json::Value]) -> Result<()> {
+    let mut f =
+        std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
+    for r in records {
+        writeln!(f, "{r}").with_context(|| format!("writing {}", path.display()))?;
+    }
+    eprintln!(
+        "xtask: {} records written to {}",
+        records.len(),
+        path.display()
+    );
+    Ok(())
+}
+
+fn write_trace(path: &std::path::Path, records: &[serde_json::Value]) -> Result<()> {
+    {
+        let (trace, s) = xtask::trace::chrome_trace(records)?;
         std::fs::write(path, serde_json::to_vec(&trace)?)
             .with_context(|| format!("writing {}", path.display()))?;
         let dropped = if s.dropped > 0 {
@@ -117,9 +154,9 @@ fn run(args: &RunArgs) -> Result<i32> {
             s.threads,
             path.display()
         );
-        print_sched_latency(&xtask::trace::latency_table(&result.records)?);
+        print_sched_latency(&xtask::trace::latency_table(records)?);
     }
-    Ok(result.outcome.exit_code())
+    Ok(())
 }
 
 /// `cargo xtask seed [N]`: list the recipes, or run one as a comparison.

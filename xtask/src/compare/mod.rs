@@ -298,10 +298,7 @@ pub fn render(t: &Table, runs: u32) -> String {
                 "{name:<10} {opname:<op_w$} {bv:>12.d$} (   0.00%) {vv:>12.d$}{cell}"
             );
         }
-        let (bi, vi) = (
-            stats::identical(&s.baseline),
-            stats::identical(&s.variant),
-        );
+        let (bi, vi) = (stats::identical(&s.baseline), stats::identical(&s.variant));
         if bi || vi {
             let side = |same: bool, n: usize| {
                 if same {
@@ -401,7 +398,10 @@ mod tests {
         assert!(line.contains("baseline: all 3 runs identical"), "{line}");
         assert!(line.contains("variant: all 3 runs identical"), "{line}");
         assert!(line.contains("no significance"), "{line}");
-        assert!(!out.contains('*'), "no significance mark without spread: {out}");
+        assert!(
+            !out.contains('*'),
+            "no significance mark without spread: {out}"
+        );
         assert!(!out.contains("NaN") && !out.contains("inf"), "{out}");
     }
 }
