@@ -19,6 +19,8 @@ pub struct Boot {
     pub args: &'static str,
     /// Deterministic virtual time (`-icount shift=N`).
     pub icount: Option<u32>,
+    /// Perturbation seed (`--seed`: kernel start jitter and QEMU's `-seed`).
+    pub seed: Option<u64>,
     /// How idle CPUs wait: "hlt" or "mwait".
     pub idle: &'static str,
     /// Scheduling policy name.
@@ -37,6 +39,7 @@ impl Boot {
             experiment,
             args: "",
             icount: None,
+            seed: None,
             idle: "hlt",
             policy: "fair",
             trace: 0,
@@ -58,13 +61,14 @@ impl Boot {
             idle: self.idle.into(),
             policy: self.policy.into(),
             trace: self.trace,
+            seed: self.seed,
             ..BootConfig::default()
         };
         let qemu = QemuConfig {
             machine: self.machine.clone(),
             firmware: self.firmware,
             icount_shift: self.icount,
-            seed: None,
+            seed: self.seed,
             extra_args: Vec::new(),
         };
         launcher

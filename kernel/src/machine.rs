@@ -58,15 +58,43 @@ fn ap_main() -> ! {
     crate::task::sched::idle_loop()
 }
 
+/// Period of QEMU's virtual clock the bring-up is aligned to under `-icount`
+/// (a whole second: a multiple of every free-running QEMU timer period that
+/// the guest cannot stop, i.e. the RTC's update cycle and TCG's 100 ms
+/// round-robin kick).
+pub const ICOUNT_ALIGN_NS: u64 = 1_000_000_000;
+
+/// Under `-icount`, waits (halted, so QEMU jumps its clock: no host time) until
+/// the next whole second of QEMU's virtual clock. The firmware and bootloader
+/// read the disk image with asynchronous host I/O, so the virtual time at
+/// which the kernel starts varies with the host; QEMU timers that run from
+/// reset (TCG's round-robin kick, the RTC) would then meet the kernel's own
+/// timers at a different phase in every run, which changes how the vCPUs'
+/// instruction slices interleave. Starting at a whole second makes every
+/// phase the same. Only the boot CPU runs (APs wait for SIPI) and PIT channel
+/// 0, programmed by the firmware, is stopped first.
+fn align_to_virtual_clock() {
+    time::stop_pit_channel0();
+    // Under -icount the TSC is QEMU's virtual clock in ns (see `halt_until_tsc`).
+    let target = (time::rdtsc() / ICOUNT_ALIGN_NS + 1) * ICOUNT_ALIGN_NS;
+    apic::halt_until_tsc(target);
+    time::restart_clock();
+}
+
 /// Brings up every CPU the MADT lists and builds the topology. Errors are
-/// messages naming the table or CPU at fault.
+/// messages naming the table or CPU at fault. `icount`: running under QEMU
+/// `-icount`; the bring-up is aligned to its virtual clock first.
 pub fn bring_up(
     fw: &Firmware,
     phys_offset: u64,
     hz: u32,
+    icount: bool,
 ) -> Result<Machine, alloc::string::String> {
     let (tsc_hz, tsc_source) = time::init();
     apic::init_bsp(phys_offset);
+    if icount {
+        align_to_virtual_clock();
+    }
     let bsp_apic = apic::id();
     percpu::current().online.store(true, Ordering::Release);
     let timer_setup = timer::init(hz);

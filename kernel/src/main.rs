@@ -77,7 +77,7 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
         Err(msg) => fail("acpi", &msg),
     };
     print_banner(&mem, &acpi, &cfg, boot_info);
-    let machine = match machine::bring_up(&acpi.firmware, mem.phys_offset, cfg.hz) {
+    let machine = match machine::bring_up(&acpi.firmware, mem.phys_offset, cfg.hz, cfg.icount) {
         Ok(m) => m,
         Err(msg) => fail("topology", &msg),
     };
@@ -140,7 +140,22 @@ fn start_scheduler(m: &machine::Machine, cfg: &BootConfig) {
             "idle=mwait: this CPU has no MONITOR/MWAIT (CPUID.1:ECX[3])",
         );
     }
-    workloads::json::sched_config_record(policy.name(), &sc, &cfg.idle).emit();
+    workloads::json::sched_config_record(policy.name(), &sc, &cfg.idle)
+        .raw(
+            "seed",
+            &cfg.seed
+                .map_or_else(|| "null".into(), |s| alloc::format!("{s}")),
+        )
+        .u64(
+            "seed_jitter_max_ns",
+            if cfg.seed.is_some() {
+                bootcfg::SEED_JITTER_MAX_NS
+            } else {
+                0
+            },
+        )
+        .emit();
+    task::jitter::set_seed(cfg.seed);
     let topo = sched::SchedTopo::new(&m.topology, m.domains.clone());
     task::sched::init(topo, sc, policy, nr);
     trace::init(nr, cfg.trace);

@@ -106,6 +106,7 @@ pub fn image(
         .join("images")
         .join(format!("run-{}-{seq}", std::process::id()));
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    crate::cleanup::register_dir(&dir);
     let ramdisk = dir.join("bootcfg.txt");
     std::fs::write(&ramdisk, config.to_text())?;
     let (flag, name) = match firmware {

@@ -96,7 +96,9 @@ pub struct RunArgs {
     /// Deterministic virtual time: `-icount shift=N,sleep=off` (N defaults to 0).
     #[arg(long, num_args = 0..=1, default_missing_value = "0", value_name = "SHIFT")]
     pub icount: Option<u32>,
-    /// Guest RNG seed (`-seed`), for repeatable runs with --icount.
+    /// Perturbation seed: each kernel thread starts after a seed-derived
+    /// 0-20 us spin (docs/results.md, "Determinism"); also QEMU's `-seed`.
+    /// With --icount, the same seed repeats the run exactly.
     #[arg(long)]
     pub seed: Option<u64>,
     /// Wall-clock limit in seconds; QEMU is killed and the run reported as a timeout.
@@ -105,6 +107,10 @@ pub struct RunArgs {
     /// Build the kernel with optimisations.
     #[arg(long)]
     pub release: bool,
+    /// Keep the run folder (disk image, boot configuration, OVMF variables)
+    /// instead of removing it when the run ends.
+    #[arg(long)]
+    pub keep: bool,
     /// Write the run's result records to FILE as JSON lines.
     #[arg(long, value_name = "FILE")]
     pub results: Option<PathBuf>,
@@ -298,6 +304,10 @@ impl RunArgs {
             self.idle,
             self.policy
         );
+        let mut text = text;
+        if let Some(seed) = self.seed {
+            text.push_str(&format!("seed={seed}\n"));
+        }
         bootcfg::BootConfig::parse(text.as_bytes()).map_err(|e| {
             // Report in terms of flags rather than config-file lines.
             let msg = e.to_string();

@@ -55,15 +55,22 @@ impl Launcher {
         timeout: Duration,
         echo: bool,
     ) -> Result<RunResult> {
-        let image = build::image(&self.boot_tool, &self.kernel, config, qemu.firmware)?;
-        let cmd = qemu.command(&image)?;
-        if echo {
-            eprintln!("$ {}", qemu::display(&cmd));
-        }
-        let result = runner::run(cmd, timeout, echo);
-        // The image directory is per run; remove it whatever happened.
+        // The kernel aligns its bring-up to the virtual clock under -icount.
+        let config = BootConfig {
+            icount: qemu.icount_shift.is_some(),
+            ..config.clone()
+        };
+        let image = build::image(&self.boot_tool, &self.kernel, &config, qemu.firmware)?;
+        let result = qemu.command(&image).and_then(|cmd| {
+            if echo {
+                eprintln!("$ {}", qemu::display(&cmd));
+            }
+            runner::run(cmd, timeout, echo)
+        });
+        // The image directory is per run; remove it whatever happened
+        // (unless --keep).
         if let Some(dir) = image.parent() {
-            let _ = std::fs::remove_dir_all(dir);
+            crate::cleanup::finish_dir(dir);
         }
         result
     }

@@ -5,6 +5,7 @@
 //! - [`build`]: build the kernel ELF, the image builder and disk images
 //! - [`machine`]: the emulated machine's shape (CPUs, sockets, NUMA, memory)
 //! - [`qemu`]: turn a machine + image into a QEMU command line
+//! - [`cleanup`]: kill QEMU and remove run folders on signals and exit
 //! - [`runner`]: run QEMU with a timeout, split log lines from result records
 //! - [`outcome`]: what a run's exit status means
 //! - [`symbolize`]: map a faulting RIP back to a function and source line
@@ -13,6 +14,7 @@
 //! - [`compare`]: baseline-vs-variant runs and the mmtests compare-kernels table
 
 pub mod build;
+pub mod cleanup;
 pub mod cli;
 pub mod compare;
 pub mod launch;

@@ -13,6 +13,10 @@ use xtask::{prereq, report};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Err(e) = xtask::cleanup::install() {
+        eprintln!("xtask: error: {e:#}");
+        return ExitCode::from(2);
+    }
     let result = match cli.command {
         Cmd::Run(args) => run(&args),
         Cmd::Compare(args) => xtask::compare::run(&args),
@@ -76,8 +80,15 @@ fn run(args: &RunArgs) -> Result<i32> {
     // Validate everything the user typed before any slow step.
     let config = args.boot_config()?;
     let qemu = args.qemu()?;
+    xtask::cleanup::set_keep(args.keep);
     prereq::ensure_all()?;
-    let launcher = Launcher::build(args.release, args.max_log_level.as_deref())?;
+    // Prebuilt products named in the environment (as `cargo xtask test` sets
+    // them) are used as they are; otherwise build.
+    let launcher = if std::env::var_os(ENV_KERNEL).is_some() {
+        Launcher::from_env()?
+    } else {
+        Launcher::build(args.release, args.max_log_level.as_deref())?
+    };
     let m = &qemu.machine;
     eprintln!(
         "xtask: booting '{}' on {} vCPUs ({} sockets x {} dies x {} cores x {} threads, {} NUMA nodes, {} MiB), {:?}, {}",
@@ -96,10 +107,7 @@ fn run(args: &RunArgs) -> Result<i32> {
             )),
     );
     let result = launcher.boot(&config, &qemu, Duration::from_secs(args.timeout), true)?;
-    write_results(args, &result)?;
-    report::print(&result, Some(&launcher.kernel));
-    write_trace(args, &result)?;
-    Ok(result.outcome.exit_code())
+    Ok(finish_run(args, &result, Some(&launcher.kernel)))
 }
 
 /// `cargo xtask run --backend sim`: the same report from the host simulator.
@@ -114,17 +122,58 @@ fn run_sim(args: &RunArgs) -> Result<i32> {
         cfg.seed
     );
     let result = xtask::simrun::run(args, true)?;
-    write_results(args, &result)?;
-    report::print(&result, None);
-    write_trace(args, &result)?;
-    Ok(result.outcome.exit_code())
+    Ok(finish_run(args, &result, None))
+}
+
+/// Writes `--results`, prints the report, writes `--trace`. The run's
+/// verdict stands: a reporting error after it is printed and turns only a
+/// successful run's status into 2.
+fn finish_run(
+    args: &RunArgs,
+    result: &xtask::runner::RunResult,
+    kernel: Option<&std::path::Path>,
+) -> i32 {
+    let verdict = result.outcome.exit_code();
+    let mut reporting_failed = false;
+    if let Some(path) = &args.results
+        && let Err(e) = write_results(path, &result.records)
+    {
+        eprintln!("xtask: error: {e:#}");
+        reporting_failed = true;
+    }
+    report::print(result, kernel);
+    if let Some(path) = &args.trace
+        && let Err(e) = write_trace(path, &result.records)
+    {
+        eprintln!("xtask: error: --trace: {e:#}");
+        reporting_failed = true;
+    }
+    if verdict == 0 && reporting_failed {
+        2
+    } else {
+        verdict
+    }
+}
+
+fn write_results(path: &std::path::Path, records: &[serde_json::Value]) -> Result<()> {
+    let mut f =
+        std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
+    for r in records {
+        writeln!(f, "{r}").with_context(|| format!("writing {}", path.display()))?;
+    }
+    eprintln!(
+        "xtask: {} records written to {}",
+        records.len(),
+        path.display()
+    );
+    Ok(())
 }
 
 /// `--trace FILE`: the run's scheduler trace as a Chrome/Perfetto timeline,
 /// and the `perf sched latency`-style table.
-fn write_trace(args: &RunArgs, result: &xtask::runner::RunResult) -> Result<()> {
-    if let Some(path) = &args.trace {
-        let (trace, s) = xtask::trace::chrome_trace(&result.records)?;
+fn write_trace(path: &std::path::Path, records: &[serde_json::Value]) -> Result<()> {
+    {
+        let (trace, s) = xtask::trace::chrome_trace(records)?;
         std::fs::write(path, serde_json::to_vec(&trace)?)
             .with_context(|| format!("writing {}", path.display()))?;
         let dropped = if s.dropped > 0 {
@@ -139,24 +188,7 @@ fn write_trace(args: &RunArgs, result: &xtask::runner::RunResult) -> Result<()> 
             s.threads,
             path.display()
         );
-        print_sched_latency(&xtask::trace::latency_table(&result.records)?);
-    }
-    Ok(())
-}
-
-/// `--results FILE`: the run's records as JSON lines.
-fn write_results(args: &RunArgs, result: &xtask::runner::RunResult) -> Result<()> {
-    if let Some(path) = &args.results {
-        let mut f =
-            std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
-        for r in &result.records {
-            writeln!(f, "{r}")?;
-        }
-        eprintln!(
-            "xtask: {} records written to {}",
-            result.records.len(),
-            path.display()
-        );
+        print_sched_latency(&xtask::trace::latency_table(records)?);
     }
     Ok(())
 }

@@ -23,6 +23,9 @@ pub enum Outcome {
     Timeout,
     /// Any other QEMU status (QEMU could not start, bad argument, ...).
     QemuError(i32),
+    /// QEMU was ended by this signal from outside xtask (SIGKILL in its wait
+    /// status; SIGINT/SIGTERM/SIGHUP from its "terminating on signal" message).
+    Signal(i32),
 }
 
 impl Outcome {
@@ -62,6 +65,7 @@ impl Outcome {
             Outcome::Reset => 6,
             Outcome::QemuError(_) => 7,
             Outcome::Timeout => 124,
+            Outcome::Signal(sig) => 128 + sig,
         }
     }
 }
@@ -85,6 +89,17 @@ impl fmt::Display for Outcome {
             Outcome::QemuError(s) => {
                 write!(f, "QEMU ERROR: qemu-system-x86_64 exited with status {s}")
             }
+            Outcome::Signal(sig) => write!(
+                f,
+                "KILLED: QEMU was ended by signal {sig}{} from outside xtask",
+                match sig {
+                    1 => " (SIGHUP)",
+                    2 => " (SIGINT)",
+                    9 => " (SIGKILL)",
+                    15 => " (SIGTERM)",
+                    _ => "",
+                }
+            ),
         }
     }
 }
@@ -98,6 +113,7 @@ mod tests {
         let all = [33, 35, 37, 39, 41, 0, 1].map(Outcome::from_qemu_status);
         let mut codes: Vec<i32> = all.iter().map(|o| o.exit_code()).collect();
         codes.push(Outcome::Timeout.exit_code());
+        codes.extend([1, 2, 9, 15].map(|s| Outcome::Signal(s).exit_code()));
         let n = codes.len();
         codes.sort_unstable();
         codes.dedup();

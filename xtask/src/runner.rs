@@ -7,6 +7,7 @@
 //! malformed record is reported, not dropped silently).
 
 use std::io::{BufRead, BufReader, Read};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -83,8 +84,27 @@ pub fn run(mut cmd: Command, timeout: Duration, echo: bool) -> Result<RunResult>
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    // Own process group: a terminal's Ctrl-C reaches xtask, which kills QEMU
+    // and reports (`cleanup`), instead of QEMU exiting by itself.
+    cmd.process_group(0);
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: the closure runs in the child between fork and exec and calls
+    // only async-signal-safe functions (prctl, getppid, _exit).
+    unsafe {
+        cmd.pre_exec(move || {
+            // QEMU dies with xtask, however xtask ends (even SIGKILL).
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if libc::getppid() != parent {
+                libc::_exit(1); // xtask already gone
+            }
+            Ok(())
+        });
+    }
     let start = Instant::now();
     let mut child = cmd.spawn().context("starting qemu-system-x86_64")?;
+    crate::cleanup::register_qemu(child.id());
     let stdout = child.stdout.take().context("qemu stdout")?;
     let mut stderr_pipe = child.stderr.take().context("qemu stderr")?;
     let (tx, rx) = mpsc::channel::<String>();
@@ -137,6 +157,7 @@ pub fn run(mut cmd: Command, timeout: Duration, echo: bool) -> Result<RunResult>
             (child.wait()?, true)
         }
     };
+    crate::cleanup::unregister_qemu(child.id());
     let _ = reader.join();
     // Drain lines that arrived after the exit was noticed.
     while let Ok(raw) = rx.try_recv() {
@@ -144,13 +165,34 @@ pub fn run(mut cmd: Command, timeout: Duration, echo: bool) -> Result<RunResult>
     }
     result.stderr = err_reader.join().unwrap_or_default();
     result.wall = start.elapsed();
-    result.outcome = match (timed_out, status.code()) {
-        (true, _) => Outcome::Timeout,
-        (false, Some(c)) => Outcome::from_qemu_status(c),
-        // Killed by a signal from outside.
-        (false, None) => Outcome::QemuError(-1),
-    };
+    result.outcome = outcome_of(timed_out, status, &result.stderr);
     Ok(result)
+}
+
+/// What QEMU's end means. A signal from outside is reported as that signal:
+/// SIGKILL shows in the wait status; QEMU catches SIGINT, SIGTERM and SIGHUP,
+/// says "terminating on signal N" on stderr and exits 0, which would
+/// otherwise read as a reset under `-no-reboot`.
+pub fn outcome_of(timed_out: bool, status: std::process::ExitStatus, stderr: &str) -> Outcome {
+    if timed_out {
+        return Outcome::Timeout;
+    }
+    match (status.code(), status.signal()) {
+        (Some(0), _) => match terminating_signal(stderr) {
+            Some(sig) => Outcome::Signal(sig),
+            None => Outcome::Reset,
+        },
+        (Some(c), _) => Outcome::from_qemu_status(c),
+        (None, Some(sig)) => Outcome::Signal(sig),
+        (None, None) => Outcome::QemuError(-1),
+    }
+}
+
+/// The N of QEMU's "terminating on signal N" message.
+fn terminating_signal(stderr: &str) -> Option<i32> {
+    let rest = stderr.split("terminating on signal ").nth(1)?;
+    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok()
 }
 
 fn wait_until(
@@ -202,6 +244,20 @@ mod tests {
     fn strips_escapes_and_carriage_returns() {
         assert_eq!(strip_ansi("\u{1b}[2J\u{1b}[01;01Hhello\r"), "hello");
         assert_eq!(strip_ansi("a\u{1b}[0mb"), "ab");
+    }
+
+    #[test]
+    fn signals_are_reported_as_signals() {
+        let exit = |code: i32| std::process::ExitStatus::from_raw(code << 8);
+        let msg = "qemu-system-x86_64: terminating on signal 15 from pid 42 (bash)\n";
+        assert_eq!(outcome_of(false, exit(0), msg), Outcome::Signal(15));
+        assert_eq!(outcome_of(false, exit(0), ""), Outcome::Reset);
+        assert_eq!(outcome_of(false, exit(37), ""), Outcome::Panic);
+        let killed = std::process::ExitStatus::from_raw(9);
+        assert_eq!(outcome_of(false, killed, ""), Outcome::Signal(9));
+        assert_eq!(outcome_of(true, killed, ""), Outcome::Timeout);
+        assert_eq!(Outcome::Signal(15).exit_code(), 143);
+        assert_eq!(Outcome::Signal(9).exit_code(), 137);
     }
 
     #[test]

@@ -81,7 +81,17 @@ pub struct BootConfig {
     pub policy: String,
     /// Scheduler trace: events kept per CPU (0 = no trace).
     pub trace: u32,
+    /// Perturbation seed (`--seed`): each thread spins a seed-derived
+    /// 0..=`SEED_JITTER_MAX_NS` before its body. `None` = no perturbation.
+    pub seed: Option<u64>,
+    /// Running under QEMU `-icount` (virtual clock): the kernel aligns its
+    /// bring-up to a whole second of that clock so the firmware's
+    /// host-dependent disk time cannot shift later timer phases.
+    pub icount: bool,
 }
+
+/// Longest per-thread start jitter a seed can ask for (ns).
+pub const SEED_JITTER_MAX_NS: u64 = 20_000;
 
 /// Most trace events kept per CPU.
 pub const TRACE_MAX: u32 = 1 << 22;
@@ -102,6 +112,8 @@ impl Default for BootConfig {
             idle: String::from("hlt"),
             policy: String::from("fair"),
             trace: 0,
+            seed: None,
+            icount: false,
         }
     }
 }
@@ -142,6 +154,10 @@ pub enum ConfigError {
     BadPolicy { line: usize, value: String },
     /// A trace size that is not an integer up to [`TRACE_MAX`].
     BadTrace { line: usize, value: String },
+    /// A seed that is not an unsigned 64-bit integer.
+    BadSeed { line: usize, value: String },
+    /// An icount flag other than 0 / 1.
+    BadIcount { line: usize, value: String },
 }
 
 impl fmt::Display for ConfigError {
@@ -153,7 +169,7 @@ impl fmt::Display for ConfigError {
             }
             ConfigError::UnknownKey { line, key } => write!(
                 f,
-                "boot config line {line}: unknown key '{key}' (known: experiment, log, label, hz, pick, features, args, idle, policy, trace)"
+                "boot config line {line}: unknown key '{key}' (known: experiment, log, label, hz, pick, features, args, idle, policy, trace, seed, icount)"
             ),
             ConfigError::DuplicateKey { line, key } => {
                 write!(f, "boot config line {line}: key '{key}' given twice")
@@ -181,6 +197,17 @@ impl fmt::Display for ConfigError {
                 f,
                 "boot config line {line}: bad trace size '{value}' (events per CPU, 0 to {TRACE_MAX})"
             ),
+            ConfigError::BadSeed { line, value } => write!(
+                f,
+                "boot config line {line}: bad seed '{value}' (an integer from 0 to {})",
+                u64::MAX
+            ),
+            ConfigError::BadIcount { line, value } => {
+                write!(
+                    f,
+                    "boot config line {line}: bad icount flag '{value}' (0 or 1)"
+                )
+            }
             ConfigError::BadPolicy { line, value } => {
                 write!(f, "boot config line {line}: bad policy name '{value}'")
             }
@@ -241,7 +268,7 @@ impl BootConfig {
     pub fn parse(bytes: &[u8]) -> Result<BootConfig, ConfigError> {
         let text = core::str::from_utf8(bytes).map_err(|_| ConfigError::NotUtf8)?;
         let mut cfg = BootConfig::default();
-        let mut seen = [false; 10];
+        let mut seen = [false; 12];
         for (i, raw) in text.lines().enumerate() {
             let line = i + 1;
             let content = raw.split('#').next().unwrap_or("").trim();
@@ -263,6 +290,8 @@ impl BootConfig {
                 "idle" => 7,
                 "policy" => 8,
                 "trace" => 9,
+                "seed" => 10,
+                "icount" => 11,
                 _ => {
                     return Err(ConfigError::UnknownKey {
                         line,
@@ -291,6 +320,24 @@ impl BootConfig {
                         line,
                         value: value.to_string(),
                     })?;
+                }
+                10 => {
+                    cfg.seed = Some(value.parse::<u64>().map_err(|_| ConfigError::BadSeed {
+                        line,
+                        value: value.to_string(),
+                    })?);
+                }
+                11 => {
+                    cfg.icount = match value {
+                        "0" => false,
+                        "1" => true,
+                        _ => {
+                            return Err(ConfigError::BadIcount {
+                                line,
+                                value: value.to_string(),
+                            });
+                        }
+                    };
                 }
                 9 => {
                     cfg.trace = value
@@ -412,6 +459,12 @@ impl BootConfig {
         if self.trace > 0 {
             s.push_str(&alloc::format!("trace={}\n", self.trace));
         }
+        if let Some(seed) = self.seed {
+            s.push_str(&alloc::format!("seed={seed}\n"));
+        }
+        if self.icount {
+            s.push_str("icount=1\n");
+        }
         s
     }
 }
@@ -433,8 +486,25 @@ mod tests {
             idle: "mwait".into(),
             policy: "prev_idle".into(),
             trace: 4096,
+            seed: Some(u64::MAX),
+            icount: true,
         };
         assert_eq!(BootConfig::parse(cfg.to_text().as_bytes()), Ok(cfg));
+        assert_eq!(
+            BootConfig::parse(b"seed=-1"),
+            Err(ConfigError::BadSeed {
+                line: 1,
+                value: "-1".into()
+            })
+        );
+        assert_eq!(
+            BootConfig::parse(b"icount=yes"),
+            Err(ConfigError::BadIcount {
+                line: 1,
+                value: "yes".into()
+            })
+        );
+        assert_eq!(BootConfig::parse(b"seed=0").unwrap().seed, Some(0));
         assert_eq!(
             BootConfig::parse(b"trace=lots"),
             Err(ConfigError::BadTrace {

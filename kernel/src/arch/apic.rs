@@ -212,6 +212,30 @@ pub fn timer_calibrate(hz: u32) -> TimerSetup {
     }
 }
 
+/// Halts the executing CPU until the TSC reaches `target`, woken by a
+/// one-shot APIC timer; interrupts are off on return. Only for QEMU under
+/// `-icount`, before the tick is started: there the TSC and the APIC timer at
+/// divide-by-1 both count nanoseconds of QEMU's virtual clock, so the count is
+/// `target - now` exactly and the wake-up lands a fixed number of
+/// instructions after `target`, wherever `now` was. While every CPU halts,
+/// QEMU (`sleep=off`) jumps its virtual clock to the deadline: no host time
+/// is spent waiting.
+pub fn halt_until_tsc(target: u64) {
+    loop {
+        x86_64::instructions::interrupts::disable();
+        let now = super::time::rdtsc();
+        if now >= target {
+            break;
+        }
+        write(REG_TIMER_DIVIDE, 0xB); // divide by 1
+        write(REG_LVT_TIMER, TIMER_VECTOR as u32); // one-shot
+        write(REG_TIMER_INIT, (target - now).min(u32::MAX as u64) as u32);
+        x86_64::instructions::interrupts::enable_and_hlt();
+    }
+    write(REG_LVT_TIMER, LVT_MASKED);
+    write(REG_TIMER_INIT, 0);
+}
+
 /// Starts this CPU's tick.
 pub fn timer_start(setup: &TimerSetup) {
     if setup.tsc_deadline {

@@ -99,6 +99,28 @@ pub fn init() -> (u64, TscSource) {
     (hz, source)
 }
 
+/// Stops PIT channel 0 (the firmware leaves it ticking at 18.2 Hz): mode 0
+/// (interrupt on terminal count) with a count of 1 ends after one period and
+/// never re-arms. Its IRQ is masked at the PIC anyway; this removes the timer
+/// itself, whose phase was set by the firmware.
+pub fn stop_pit_channel0() {
+    let mut command = Port::<u8>::new(0x43);
+    let mut ch0 = Port::<u8>::new(0x40);
+    // SAFETY: ports 0x40/0x43 are the i8254's channel 0 and command register;
+    // the kernel never uses channel 0 (its tick is the local APIC timer).
+    unsafe {
+        command.write(0x30); // channel 0, lobyte/hibyte, mode 0, binary
+        ch0.write(1);
+        ch0.write(0);
+    }
+}
+
+/// Moves the origin of [`now_ns`] to this instant (used once, after the
+/// `-icount` alignment, so kernel times exclude the alignment wait).
+pub fn restart_clock() {
+    TSC_AT_BOOT.store(rdtsc(), Ordering::Relaxed);
+}
+
 /// Calibrated TSC frequency (0 before `init`).
 pub fn tsc_hz() -> u64 {
     TSC_HZ.load(Ordering::Relaxed)

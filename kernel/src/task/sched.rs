@@ -417,6 +417,11 @@ pub(super) extern "sysv64" fn thread_start() -> ! {
     finish_switch();
     x86_64::instructions::interrupts::enable();
     let me = current().expect("thread_start without a current thread");
+    // `--seed`: a seed-derived spin before the body (see `jitter`).
+    let jitter = super::jitter::start_jitter_ns(me.tid);
+    if jitter > 0 {
+        time::delay_ns(jitter);
+    }
     if let Some(entry) = me.take_entry() {
         entry();
     }

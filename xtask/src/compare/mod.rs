@@ -144,12 +144,20 @@ pub fn measure(args: &CompareArgs, launcher: Option<&Launcher>) -> Result<Table>
                     Some((k, v)) => with_arg(r, k, v),
                     None => r.clone(),
                 };
+                let mut qemu = qemu.clone();
                 if launcher.is_none() {
                     // The simulator is deterministic per seed: run i of both
                     // configurations uses seed + i, so the runs sample the
                     // seed's perturbation (docs/simulator.md) and baseline
                     // and variant see the same perturbations.
                     r.seed = Some(args.run.seed.unwrap_or(0) + u64::from(i));
+                } else if r.icount.is_some() {
+                    // Under --icount a run is a function of its seed: run i of
+                    // both configurations gets seed S+i (S = --seed, else 1), so
+                    // the spread is the result's sensitivity to start jitter.
+                    let seed = args.run.seed.unwrap_or(1).wrapping_add(u64::from(i));
+                    r.seed = Some(seed);
+                    qemu.seed = Some(seed);
                 }
                 done += 1;
                 eprintln!(
@@ -310,6 +318,28 @@ pub fn render(t: &Table, runs: u32) -> String {
                 "{name:<10} {opname:<op_w$} {bv:>12.d$} (   0.00%) {vv:>12.d$}{cell}"
             );
         }
+        let (bi, vi) = (stats::identical(&s.baseline), stats::identical(&s.variant));
+        if bi || vi {
+            let side = |same: bool, n: usize| {
+                if same {
+                    format!("all {n} runs identical")
+                } else {
+                    format!("{n} runs vary")
+                }
+            };
+            let _ = writeln!(
+                out,
+                "{:<10} {opname:<op_w$} baseline: {}; variant: {}{}",
+                "Identical",
+                side(bi, s.baseline.len()),
+                side(vi, s.variant.len()),
+                if bi && vi {
+                    " -- no spread, so no significance: give runs different --seed values (docs/results.md)"
+                } else {
+                    ""
+                }
+            );
+        }
         match stats::welch_p(&s.baseline, &s.variant) {
             Some(p) => {
                 let _ = writeln!(out, "{:<10} {opname:<op_w$} {p:>12.4}", "Welch-p");
@@ -362,5 +392,36 @@ mod tests {
         let min = out.lines().find(|l| l.starts_with("Min")).unwrap();
         assert!(min.ends_with("(   3.45%)"), "{min}");
         assert!(out.contains("Welch-p"));
+        assert!(!out.contains("Identical"), "{out}");
+    }
+
+    #[test]
+    fn identical_runs_are_named_not_divided_by_zero() {
+        let t = Table {
+            title: "nas".into(),
+            unit: "seconds",
+            better: Better::Lower,
+            decimals: 4,
+            baseline_name: "a".into(),
+            variant_name: "b".into(),
+            cells: vec![(
+                "-".into(),
+                String::new(),
+                Samples {
+                    baseline: vec![0.2, 0.2, 0.2],
+                    variant: vec![0.3, 0.3, 0.3],
+                },
+            )],
+        };
+        let out = render(&t, 3);
+        let line = out.lines().find(|l| l.starts_with("Identical")).unwrap();
+        assert!(line.contains("baseline: all 3 runs identical"), "{line}");
+        assert!(line.contains("variant: all 3 runs identical"), "{line}");
+        assert!(line.contains("no significance"), "{line}");
+        assert!(
+            !out.contains('*'),
+            "no significance mark without spread: {out}"
+        );
+        assert!(!out.contains("NaN") && !out.contains("inf"), "{out}");
     }
 }

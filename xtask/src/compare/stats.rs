@@ -50,9 +50,10 @@ pub fn hmean(x: &[f64]) -> f64 {
     x.len() as f64 / x.iter().map(|v| 1.0 / v).sum::<f64>()
 }
 
-/// Sample standard deviation (0 for one sample).
+/// Sample standard deviation (0 for one sample, and exactly 0 for equal
+/// samples, where the mean's rounding would otherwise leave a residue).
 pub fn stddev(x: &[f64]) -> f64 {
-    if x.len() < 2 {
+    if x.len() < 2 || x.iter().all(|v| v.to_bits() == x[0].to_bits()) {
         return 0.0;
     }
     let m = amean(x);
@@ -100,15 +101,22 @@ pub fn pct_better(base: f64, new: f64, better: Better) -> f64 {
 
 /// mmtests' significance: the mean difference over the sum of the two
 /// ±1.96σ half-widths facing each other; significant iff > 1 (the bands do
-/// not overlap). Equal means are never significant; any difference with no
-/// variance on either side is.
+/// not overlap). Equal means are never significant; with no variance on
+/// either side (every run of each configuration identical, as repeated
+/// `--icount` runs with one seed are) there are no bands to compare and
+/// nothing is called significant: [`identical`] says so instead.
 pub fn significant(base: &Summary, new: &Summary) -> bool {
     let diff = (new.mean - base.mean).abs();
     if diff == 0.0 {
         return false;
     }
     let bands = Z_975 * (base.stddev + new.stddev);
-    bands == 0.0 || diff / bands > 1.0
+    bands > 0.0 && diff / bands > 1.0
+}
+
+/// Whether a configuration's runs (at least two) all gave the same value.
+pub fn identical(x: &[f64]) -> bool {
+    x.len() >= 2 && x.iter().all(|v| v.to_bits() == x[0].to_bits())
 }
 
 /// Two-sided p-value of Welch's t-test on the raw samples (None with fewer
@@ -188,9 +196,12 @@ mod tests {
         let exact = summarize(&[3.0, 3.0], Better::Lower);
         let other = summarize(&[3.5, 3.5], Better::Lower);
         assert!(
-            significant(&exact, &other),
-            "no variance: any difference counts"
+            !significant(&exact, &other),
+            "no variance on either side: no bands, no significance"
         );
+        assert!(identical(&[3.0, 3.0]));
+        assert!(!identical(&[3.0]));
+        assert!(!identical(&[3.0, 3.5]));
     }
 
     #[test]

@@ -1,0 +1,123 @@
+//! Nothing left behind: every QEMU xtask starts and every run folder it
+//! creates is registered here, so that a SIGINT, SIGTERM or SIGHUP to xtask
+//! (or a panic) kills those QEMUs and removes those folders before xtask
+//! exits (status 128 + signal number). QEMU runs in its own process group
+//! (a terminal's Ctrl-C reaches xtask only, which then reports and cleans
+//! up) with `PR_SET_PDEATHSIG`, so even a SIGKILL of xtask takes QEMU along.
+//! `--keep` keeps the run folders (image, boot configuration, OVMF vars).
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use anyhow::{Context, Result};
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+use signal_hook::iterator::Signals;
+
+struct Live {
+    qemu: Vec<u32>,
+    dirs: Vec<PathBuf>,
+}
+
+static LIVE: Mutex<Live> = Mutex::new(Live {
+    qemu: Vec::new(),
+    dirs: Vec::new(),
+});
+static KEEP: AtomicBool = AtomicBool::new(false);
+
+fn live() -> std::sync::MutexGuard<'static, Live> {
+    LIVE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// `--keep`: leave run folders in place (their paths are printed).
+pub fn set_keep(keep: bool) {
+    KEEP.store(keep, Ordering::Relaxed);
+}
+
+/// Whether run folders are kept.
+pub fn keep() -> bool {
+    KEEP.load(Ordering::Relaxed)
+}
+
+/// Records a started QEMU.
+pub fn register_qemu(pid: u32) {
+    live().qemu.push(pid);
+}
+
+/// Forgets a QEMU that has exited.
+pub fn unregister_qemu(pid: u32) {
+    live().qemu.retain(|&p| p != pid);
+}
+
+/// Records a run folder.
+pub fn register_dir(dir: &Path) {
+    live().dirs.push(dir.to_path_buf());
+}
+
+/// Removes a run folder (unless `--keep`) and forgets it.
+pub fn finish_dir(dir: &Path) {
+    live().dirs.retain(|d| d != dir);
+    if keep() {
+        eprintln!("xtask: run folder kept: {}", dir.display());
+    } else {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
+
+/// Kills every registered QEMU (SIGKILL) and removes every registered run
+/// folder unless `--keep`. Returns how many QEMUs were killed.
+pub fn kill_all() -> usize {
+    let mut l = live();
+    let n = l.qemu.len();
+    for pid in l.qemu.drain(..) {
+        // SAFETY: kill(2) has no memory-safety preconditions; `pid` is a
+        // child of this process that has not been reaped (it is unregistered
+        // right after it is waited for), so the id cannot have been reused.
+        unsafe {
+            libc::kill(pid as libc::pid_t, libc::SIGKILL);
+        }
+    }
+    for d in l.dirs.drain(..) {
+        if !keep() {
+            let _ = std::fs::remove_dir_all(&d);
+        }
+    }
+    n
+}
+
+fn signal_name(sig: i32) -> &'static str {
+    match sig {
+        SIGINT => "SIGINT",
+        SIGTERM => "SIGTERM",
+        SIGHUP => "SIGHUP",
+        _ => "signal",
+    }
+}
+
+/// Installs the SIGINT/SIGTERM/SIGHUP handling and a panic hook that clean
+/// up before xtask ends. For `cargo xtask` itself (the tests do not need it).
+pub fn install() -> Result<()> {
+    let mut signals =
+        Signals::new([SIGINT, SIGTERM, SIGHUP]).context("installing signal handlers")?;
+    std::thread::Builder::new()
+        .name("signals".into())
+        .spawn(move || {
+            if let Some(sig) = signals.forever().next() {
+                let n = kill_all();
+                eprintln!(
+                    "xtask: {} received: {n} QEMU process(es) killed{}; exiting with status {}",
+                    signal_name(sig),
+                    if keep() { "" } else { ", run folders removed" },
+                    128 + sig
+                );
+                std::process::exit(128 + sig);
+            }
+        })
+        .context("starting the signal thread")?;
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        kill_all();
+        default(info);
+    }));
+    Ok(())
+}
