@@ -138,7 +138,10 @@ impl Env for KernelEnv {
     }
 
     async fn barrier_wait(&self, b: &Barrier) -> bool {
-        b.wait()
+        let leader = b.wait();
+        // `--seed`: released threads restart with seed-derived jitter.
+        task::jitter::after_release();
+        leader
     }
 
     fn semaphore(&self, permits: u64) -> Semaphore {

@@ -1,6 +1,10 @@
 //! What `--seed N` perturbs: every thread, when it first runs, spins a
 //! pseudo-random 0..=[`bootcfg::SEED_JITTER_MAX_NS`] ns before its body, the
-//! amount derived from the seed and the thread's run-wide number (splitmix64).
+//! amount derived from the seed and the thread's run-wide number (splitmix64);
+//! and every time a barrier releases a thread (the benchmarks' start gate,
+//! NAS's phase barriers) it spins again, the amount derived from the seed,
+//! the thread and the run-wide count of releases, so a start gate does not
+//! absorb the perturbation.
 //! That shifts when each thread first blocks, wakes and writes, as cache
 //! misses and interrupts do on real hardware, without changing what it does.
 //! Under `-icount` a run is a function of its seed: the same seed repeats
@@ -13,6 +17,8 @@ use bootcfg::SEED_JITTER_MAX_NS;
 
 static ENABLED: AtomicBool = AtomicBool::new(false);
 static SEED: AtomicU64 = AtomicU64::new(0);
+/// Barrier releases so far (run-wide).
+static RELEASES: AtomicU64 = AtomicU64::new(0);
 
 /// Sets the run's seed (`None`: no jitter). Called once before any thread starts.
 pub fn set_seed(seed: Option<u64>) {
@@ -35,4 +41,27 @@ pub fn start_jitter_ns(tid: u64) -> u64 {
     }
     let seed = SEED.load(Ordering::Relaxed);
     splitmix64(seed ^ splitmix64(tid)) % (SEED_JITTER_MAX_NS + 1)
+}
+
+/// Jitter of thread `tid` as a barrier releases it (0 when no seed is set).
+pub fn release_jitter_ns(tid: u64) -> u64 {
+    if !ENABLED.load(Ordering::Acquire) {
+        return 0;
+    }
+    let n = RELEASES.fetch_add(1, Ordering::Relaxed);
+    let seed = SEED.load(Ordering::Relaxed);
+    splitmix64(seed ^ splitmix64(tid ^ splitmix64(n))) % (SEED_JITTER_MAX_NS + 1)
+}
+
+/// Spins the release jitter of the calling thread (`--seed`).
+pub fn after_release() {
+    if !ENABLED.load(Ordering::Acquire) {
+        return;
+    }
+    if let Some(me) = super::sched::current() {
+        let ns = release_jitter_ns(me.tid);
+        if ns > 0 {
+            crate::arch::time::delay_ns(ns);
+        }
+    }
 }

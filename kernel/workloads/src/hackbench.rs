@@ -31,6 +31,7 @@ use crate::env::{Env, Spawn};
 use crate::gate::Gate;
 use crate::interval::Interval;
 use crate::json::Record;
+use crate::noise::{Noise, NoiseWorkers};
 
 /// Linux's default pipe size.
 pub const PIPE_BYTES: usize = 64 * 1024;
@@ -52,6 +53,8 @@ pub struct Params {
     pub datasize: usize,
     /// "socket" or "pipe" (`-p`).
     pub transport: &'static str,
+    /// Per-CPU kworker noise.
+    pub noise: Noise,
 }
 
 impl Params {
@@ -63,6 +66,7 @@ impl Params {
             loops: a.u64("loops", 100, 1..=100_000_000)?,
             datasize: a.u64("datasize", 100, 1..=65_536)? as usize,
             transport: a.choice("transport", &["socket", "pipe"])?,
+            noise: Noise::from_args(a)?,
         };
         let tasks = p.tasks() as u64;
         if tasks > MAX_TASKS {
@@ -161,6 +165,7 @@ pub async fn run<E: Env>(env: &E, p: Params) -> Result<(), String> {
             );
         }
     }
+    let noise = NoiseWorkers::start(env, p.noise).await;
     gate.wait_ready(env).await;
     let interval = Interval::start(env);
     gate.open(env).await;
@@ -168,6 +173,7 @@ pub async fn run<E: Env>(env: &E, p: Params) -> Result<(), String> {
         env.join(h).await;
     }
     let end = interval.end(env);
+    noise.stop(env).await;
     let elapsed = end.elapsed_ns;
 
     let messages = books.messages_sent.load(Ordering::Relaxed);

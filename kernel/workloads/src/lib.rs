@@ -22,11 +22,12 @@ pub mod interval;
 pub mod json;
 pub mod nas;
 pub mod netperf;
+pub mod noise;
 pub mod schbench;
 
+use alloc::boxed::Box;
 use alloc::string::String;
 use core::future::Future;
-use core::pin::pin;
 use core::task::{Context, Poll, Waker};
 
 pub use args::Args;
@@ -67,12 +68,14 @@ impl Workload {
     }
 
     /// Runs the benchmark in `env`; an error says which books did not balance.
+    /// Each benchmark's state machine is boxed: it is large in debug builds,
+    /// and kernel threads have 64 KiB stacks.
     pub async fn run<E: Env>(self, env: &E) -> Result<(), String> {
         match self {
-            Workload::Hackbench(p) => hackbench::run(env, p).await,
-            Workload::Schbench(p) => schbench::run(env, p).await,
-            Workload::Netperf(p) => netperf::run(env, p).await,
-            Workload::Nas(p) => nas::run(env, p).await,
+            Workload::Hackbench(p) => Box::pin(hackbench::run(env, p)).await,
+            Workload::Schbench(p) => Box::pin(schbench::run(env, p)).await,
+            Workload::Netperf(p) => Box::pin(netperf::run(env, p)).await,
+            Workload::Nas(p) => Box::pin(nas::run(env, p)).await,
         }
     }
 }
@@ -80,9 +83,11 @@ impl Workload {
 /// Runs a future whose every await completes at once (the kernel's
 /// environment, where each operation blocks the calling thread until done).
 /// Panics if the future ever returns `Pending`: that would be an
-/// environment whose operations do not complete synchronously.
+/// environment whose operations do not complete synchronously. The future's
+/// state lives on the heap: a benchmark's state machine (large in debug
+/// builds) would not fit a kernel thread's 64 KiB stack.
 pub fn block_on_ready<F: Future>(f: F) -> F::Output {
-    let mut f = pin!(f);
+    let mut f = Box::pin(f);
     let mut cx = Context::from_waker(Waker::noop());
     match f.as_mut().poll(&mut cx) {
         Poll::Ready(v) => v,

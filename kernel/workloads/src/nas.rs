@@ -27,6 +27,7 @@ use crate::args::Args;
 use crate::env::{Env, Spawn};
 use crate::interval::Interval;
 use crate::json::{Record, json_array};
+use crate::noise::{Noise, NoiseWorkers};
 
 /// The team's options.
 #[derive(Clone, Debug)]
@@ -41,6 +42,8 @@ pub struct Params {
     pub imbalance_pct: u64,
     /// Each thread's data (bytes).
     pub working_set: u64,
+    /// Per-CPU kworker noise.
+    pub noise: Noise,
 }
 
 impl Params {
@@ -52,6 +55,7 @@ impl Params {
             work: a.u64("work", 20_000, 1..=1_000_000_000)?,
             imbalance_pct: a.u64("imbalance_pct", 0, 0..=1000)?,
             working_set: a.u64("working_set_kib", 256, 0..=1 << 20)? * 1024,
+            noise: Noise::from_args(a)?,
         })
     }
 
@@ -72,6 +76,7 @@ pub async fn run<E: Env>(env: &E, p: Params) -> Result<(), String> {
     ));
     let barrier = Arc::new(env.barrier(threads));
     let done = Arc::new(AtomicU64::new(0));
+    let noise = NoiseWorkers::start(env, p.noise).await;
     let interval = Interval::start(env);
     let mut handles = Vec::with_capacity(threads);
     for i in 0..threads {
@@ -95,6 +100,7 @@ pub async fn run<E: Env>(env: &E, p: Params) -> Result<(), String> {
     }
     let end = interval.end(env);
     let elapsed = end.elapsed_ns;
+    noise.stop(env).await;
 
     let units = done.load(Ordering::Relaxed);
     let expected = phases * (0..threads as u64).map(|i| p.work_of(i)).sum::<u64>();
@@ -122,6 +128,7 @@ pub async fn run<E: Env>(env: &E, p: Params) -> Result<(), String> {
         .u64("work", work)
         .u64("imbalance_pct", imbalance)
         .u64("working_set_kib", p.working_set / 1024)
+        .u64("kworker_period_us", p.noise.period_ns / 1000)
         .u64("time_ns", elapsed)
         .u64("work_units", units)
         .u64("mops", mops)

@@ -35,6 +35,7 @@ use crate::env::{Env, Spawn, recv_exact};
 use crate::gate::Gate;
 use crate::interval::Interval;
 use crate::json::{Record, json_array};
+use crate::noise::{Noise, NoiseWorkers};
 
 /// Linux's default socket buffer (`net.core.wmem_default`).
 pub const SOCKET_BYTES: usize = 208 * 1024;
@@ -56,6 +57,8 @@ pub struct Params {
     pub send_size: usize,
     /// Pinning of each pair (see the module docs).
     pub placement: &'static str,
+    /// Per-CPU kworker noise.
+    pub noise: Noise,
 }
 
 /// Placements `placement=` accepts.
@@ -136,6 +139,7 @@ impl Params {
             response: a.u64("response", 1, 1..=65_536)? as usize,
             send_size: a.u64("send_size", 16_384, 1..=1_048_576)? as usize,
             placement: a.choice("placement", PLACEMENTS)?,
+            noise: Noise::from_args(a)?,
         })
     }
 }
@@ -158,6 +162,7 @@ pub async fn run<E: Env>(env: &E, p: Params) -> Result<(), String> {
         response,
         send_size,
         placement,
+        noise,
     } = p;
     let mut pins = Vec::with_capacity(pairs);
     for i in 0..pairs {
@@ -247,6 +252,7 @@ pub async fn run<E: Env>(env: &E, p: Params) -> Result<(), String> {
                 .await,
         );
     }
+    let noise = NoiseWorkers::start(env, noise).await;
     gate.wait_ready(env).await;
     let interval = Interval::start(env);
     let t0 = interval.t0();
@@ -260,6 +266,7 @@ pub async fn run<E: Env>(env: &E, p: Params) -> Result<(), String> {
         env.join(h).await;
     }
     let end = interval.end(env);
+    noise.stop(env).await;
 
     let v = |x: &AtomicU64| x.load(Ordering::Relaxed);
     let trans: u64 = books.iter().map(|b| v(&b.transactions)).sum();

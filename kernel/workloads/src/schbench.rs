@@ -30,6 +30,7 @@ use crate::args::Args;
 use crate::env::{Env, Spawn};
 use crate::interval::Interval;
 use crate::json::Record;
+use crate::noise::{Noise, NoiseWorkers};
 
 /// schbench's options.
 #[derive(Clone, Debug)]
@@ -48,6 +49,8 @@ pub struct Params {
     pub work: u64,
     /// Each round under the CPU's lock.
     pub cpu_lock: bool,
+    /// Per-CPU kworker noise.
+    pub noise: Noise,
 }
 
 impl Params {
@@ -61,6 +64,7 @@ impl Params {
             ops: a.u64("ops", 5, 0..=1_000_000)?,
             work: a.u64("work", 2000, 0..=100_000_000)?,
             cpu_lock: a.choice("cpu_lock", &["on", "off"])? == "on",
+            noise: Noise::from_args(a)?,
         })
     }
 }
@@ -191,6 +195,7 @@ pub async fn run<E: Env>(env: &E, p: Params) -> Result<(), String> {
         })
         .collect();
     let results = Arc::new(spin::Mutex::new(WorkerStats::default()));
+    let noise = NoiseWorkers::start(env, p.noise).await;
     let interval = Interval::start(env);
     let deadline = interval.t0() + p.duration_ns;
     let mut handles = Vec::new();
@@ -237,6 +242,7 @@ pub async fn run<E: Env>(env: &E, p: Params) -> Result<(), String> {
     }
     let end = interval.end(env);
     let elapsed = end.elapsed_ns;
+    noise.stop(env).await;
 
     let r = results.lock();
     let requests = sh.requests.load(Ordering::Relaxed);

@@ -138,3 +138,30 @@ fn a_pinned_placement_that_the_machine_lacks_fails_the_run_with_a_reason() {
         "{e}"
     );
 }
+
+#[test]
+fn kworker_noise_runs_on_every_cpu_and_costs_the_team_time() {
+    let quiet = run(&config(
+        machine(1, 4, 1),
+        "nas",
+        "threads:4,phases:20,work:100000",
+    ));
+    let noisy = run(&config(
+        machine(1, 4, 1),
+        "nas",
+        "threads:4,phases:20,work:100000,kworker_period_us:100,kworker_work:5000",
+    ));
+    let (tq, tn) = (
+        u(&record(&quiet, "nas"), "time_ns"),
+        u(&record(&noisy, "nas"), "time_ns"),
+    );
+    assert!(
+        tn > tq,
+        "noise should delay the barrier phases: quiet {tq} ns, noisy {tn} ns"
+    );
+    assert_eq!(u(&record(&noisy, "nas"), "kworker_period_us"), 100);
+    // Each CPU's worker woke repeatedly: more wakeups than the team's own.
+    let wq = u(&record(&quiet, "nas")["sched"]["wake"], "nr_wakeups");
+    let wn = u(&record(&noisy, "nas")["sched"]["wake"], "nr_wakeups");
+    assert!(wn > wq + 4 * 10, "quiet {wq} wakeups, noisy {wn}");
+}
