@@ -187,8 +187,11 @@ pub fn latency_table(records: &[Value]) -> Result<Vec<TaskLatency>> {
     let Decoded {
         names, mut events, ..
     } = decode(records)?;
-    // One clock for all CPUs (the TSC), so a global order is meaningful.
-    events.sort_by_key(|e| (e.ts, e.kind != 0));
+    // One clock for all CPUs (the TSC, or the simulator's), so a global
+    // order is meaningful. At equal times a wakeup or fork goes before a
+    // switch: the simulator can wake a task and switch to it in the same
+    // nanosecond, and a thread is only woken while it is not running.
+    events.sort_by_key(|e| (e.ts, e.kind == 0));
     let mut rows: HashMap<u64, TaskLatency> = HashMap::new();
     let mut pending: HashMap<u64, u64> = HashMap::new();
     let mut running: HashMap<u64, (u64, u64)> = HashMap::new();

@@ -13,7 +13,9 @@
 //!   latency; beyond the LLC (other LLC and farther) the part that lived in
 //!   the old LLC (up to the LLC share) is refilled from the old place too.
 //!
-//! A brand-new task's data comes from local memory.
+//! A task's first touch of a (new) working set brings it from memory, up
+//! to what private caches and its LLC share hold; the part beyond that
+//! streams from memory on every `compute`, wherever the task runs.
 //!
 //! Message data moved through a channel is charged the same way at the
 //! reader: the lines written on the writer's CPU are transferred at the
@@ -71,6 +73,22 @@ pub fn refill_ns(
         t += p.transfer_ns(lines(llc_part), lat);
     }
     t
+}
+
+/// First touch (ns) of a working set of `ws` bytes: from local memory, up
+/// to what the private caches and the task's LLC share hold.
+pub fn first_touch_ns(p: &Profile, ws: u64) -> f64 {
+    let c = &p.cache;
+    let held = ws.min(c.private_bytes + c.llc_bytes_per_core);
+    p.transfer_ns(held.div_ceil(c.line_bytes), c.dram_ns)
+}
+
+/// Per-`compute` memory time (ns) of the part of a working set that no
+/// cache holds.
+pub fn beyond_llc_ns(p: &Profile, ws: u64) -> f64 {
+    let c = &p.cache;
+    let beyond = ws.saturating_sub(c.private_bytes + c.llc_bytes_per_core);
+    p.transfer_ns(beyond.div_ceil(c.line_bytes), c.dram_ns)
 }
 
 /// Time (ns) for a reader on `to` to pull `bytes` written on `from`.

@@ -102,6 +102,8 @@ pub struct Engine {
     pub events_done: u64,
     /// The scheduler trace (`--trace`), if recorded.
     pub(crate) trace: Option<Trace>,
+    /// A condition that ends the run as a failure (e.g. too many tasks).
+    pub(crate) fatal: Option<String>,
 }
 
 impl Engine {
@@ -152,6 +154,7 @@ impl Engine {
             pending_wakes: 0,
             events_done: 0,
             trace: None,
+            fatal: None,
         };
         for cpu in 0..n {
             e.push(tick_ns, Ev::Tick(cpu));
@@ -251,9 +254,21 @@ impl Engine {
                 if let Some(t) = self.sched.try_task(p)
                     && t.state == TaskState::Sleeping
                 {
-                    let c = self.cost(self.prof.kernel.timer_ns);
-                    let _ = c; // the timer interrupt's cost lands on whatever runs there; not modelled
-                    self.wake(p, t.cpu, false);
+                    // An hrtimer fires on the CPU that armed it: the
+                    // interrupt costs whatever runs there `timer_ns`, the
+                    // wakeup comes from that CPU, and a reschedule it asks
+                    // for happens at interrupt exit.
+                    let cpu = t.cpu;
+                    if let Some(q) = self.cpus[cpu].curr {
+                        self.account(cpu);
+                        let c = self.cost(self.prof.kernel.timer_ns);
+                        self.task(q).left += c;
+                        self.start_segment(cpu);
+                    }
+                    self.wake(p, cpu, false);
+                    if self.cpus[cpu].local_resched {
+                        self.reschedule(cpu);
+                    }
                 }
             }
         }
@@ -273,7 +288,7 @@ impl Engine {
         let r = self.sched.tick(cpu, self.now);
         self.trace_migrations(cpu, &r.migrations);
         let mut local = r.need_resched;
-        for &c in r.resched.iter().chain(r.migrations.iter().map(|m| &m.to)) {
+        for &c in &r.resched {
             if c == cpu {
                 local = true;
             } else {
@@ -386,7 +401,7 @@ impl Engine {
         let prev = self.cpus[cpu].curr;
         let sw = self.sched.schedule(cpu, self.now);
         self.trace_migrations(cpu, &sw.migrations);
-        for &c in sw.resched.iter().chain(sw.migrations.iter().map(|m| &m.to)) {
+        for &c in &sw.resched {
             if c != cpu {
                 self.send_resched(cpu, c);
             }

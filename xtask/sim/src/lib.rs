@@ -169,6 +169,10 @@ pub fn run(cfg: &Config) -> Result<Outcome, String> {
                 break;
             }
         }
+        if let Some(f) = e.fatal.take() {
+            failure = Some(f);
+            break;
+        }
         if e.now > cfg.max_sim_ns || !e.step(cfg.max_sim_ns + 1) {
             failure = Some(format!(
                 "the experiment did not finish within {} s of simulated time",

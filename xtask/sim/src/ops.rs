@@ -9,7 +9,7 @@
 //! copy and the transfer of the message's lines from the writer's CPU after
 //! it knows how much it got; each wakeup charges the waker `wakeup_ns`.
 
-use sched::{TaskId, TaskPolicy};
+use sched::{Start, TaskId, TaskPolicy};
 
 use crate::cache;
 use crate::engine::{After, Engine, Ev};
@@ -37,9 +37,14 @@ impl Engine {
             Sys::Send { left, .. } => k.syscall_ns + left as f64 * k.copy_ns_per_byte,
             Sys::Recv { .. } | Sys::Sleep(_) => k.syscall_ns,
             Sys::Compute { units, working_set } => {
-                let ns = units as f64 * self.prof.cpu.compute_unit_ns;
-                self.task(p).ws = working_set;
-                ns
+                let mut ns = units as f64 * self.prof.cpu.compute_unit_ns;
+                let t = self.task(p);
+                if t.ws != working_set {
+                    // A new working set is first touched here, from memory.
+                    t.ws = working_set;
+                    ns += cache::first_touch_ns(&self.prof, working_set);
+                }
+                ns + cache::beyond_llc_ns(&self.prof, working_set)
             }
         }
     }
@@ -67,15 +72,31 @@ impl Engine {
         let now = self.now;
         match sys {
             Sys::Spawn(how, fut) => {
-                let r = match how.pinned {
-                    Some(c) if c < self.cpus.len() => {
-                        self.sched
-                            .wake_up_new_task_bound(Some(p), c, 0, TaskPolicy::Normal, now)
+                // As the kernel's `task::spawn`: reserve an id, then
+                // `start_task` from the parent's CPU, placed by fork
+                // balancing or bound to the pinned CPU.
+                let start = match how.pinned {
+                    Some(c) if c < self.cpus.len() => Start::Bound(c),
+                    Some(c) => {
+                        self.fatal = Some(format!(
+                            "spawn '{}': pinned to CPU {c}, but the machine has {}",
+                            how.name,
+                            self.cpus.len()
+                        ));
+                        return Next::Block("fatal");
                     }
-                    _ => self
-                        .sched
-                        .wake_up_new_task(Some(p), cpu, 0, TaskPolicy::Normal, now),
+                    None => Start::Fork,
                 };
+                let Some(id) = self.sched.reserve_task() else {
+                    self.fatal = Some(format!(
+                        "spawn '{}': more than {} tasks alive (SchedConfig::max_tasks)",
+                        how.name, self.sched.shared.cfg.max_tasks
+                    ));
+                    return Next::Block("fatal");
+                };
+                let r = self
+                    .sched
+                    .start_task(id, Some(p), cpu, start, 0, TaskPolicy::Normal, now);
                 let serial = self.add_task(r.task, fut);
                 if let Some(t) = self.trace.as_mut() {
                     t.name(serial + 1, &how.name);
@@ -96,7 +117,7 @@ impl Engine {
                 self.block(p, 0.0, After::Reply(Reply::Unit), "join")
             }
             Sys::Send { ch, left } => {
-                let (sent, done, waiters) = {
+                let (sent, woken) = {
                     let mut w = self.world.lock().expect("world");
                     let c = &mut w.channels[ch];
                     if !c.reader_open {
@@ -107,60 +128,62 @@ impl Engine {
                     if n > 0 {
                         c.data_cpu = Some(cpu);
                     }
-                    let waiters: Vec<TaskId> = if n > 0 {
-                        c.read_waiters.drain(..).collect()
+                    // pipe_write(): one exclusive reader is woken (WF_SYNC).
+                    let q = if n > 0 {
+                        c.read_waiters.pop_front()
                     } else {
-                        Vec::new()
+                        None
                     };
-                    (n, n == left, waiters)
+                    (n, q)
                 };
-                let woken = waiters.len();
-                for q in waiters {
+                if let Some(q) = woken {
                     self.wake(q, cpu, true);
                 }
-                if done {
-                    return self.reply_after_wakeups(woken, Reply::Sent(true));
+                let rest = left - sent;
+                if rest == 0 {
+                    return self
+                        .reply_after_wakeups(usize::from(woken.is_some()), Reply::Sent(true));
+                }
+                if woken.is_some() {
+                    // Pay for the wakeup now, then find the pipe still full.
+                    let ns = self.cost(self.prof.kernel.wakeup_ns);
+                    return Next::Work(ns, After::Do(Sys::Send { ch, left: rest }));
                 }
                 self.world.lock().expect("world").channels[ch]
                     .write_waiters
                     .push_back(p);
-                let retry = Sys::Send {
-                    ch,
-                    left: left - sent,
-                };
-                let ns = self.prof.kernel.syscall_ns + self.prof.kernel.wakeup_ns * woken as f64;
-                self.block(p, ns, After::Do(retry), "send")
+                // Woken, the writer goes on inside the same call.
+                self.block(p, 0.0, After::Do(Sys::Send { ch, left: rest }), "send")
             }
             Sys::Recv { ch, max } => {
-                let (got, eof, from, waiters) = {
+                let (got, eof, from, woken) = {
                     let mut w = self.world.lock().expect("world");
                     let c = &mut w.channels[ch];
                     if c.len > 0 {
                         let n = c.len.min(max);
                         c.len -= n;
-                        let waiters: Vec<TaskId> = c.write_waiters.drain(..).collect();
-                        (n, false, c.data_cpu, waiters)
+                        // pipe_read(): one exclusive writer is woken (WF_SYNC).
+                        (n, false, c.data_cpu, c.write_waiters.pop_front())
                     } else {
                         if c.writers > 0 {
                             c.read_waiters.push_back(p);
                         }
-                        (0, c.writers == 0, None, Vec::new())
+                        (0, c.writers == 0, None, None)
                     }
                 };
                 if got == 0 {
                     if eof {
                         return Next::Reply(Reply::Bytes(0));
                     }
-                    let ns = self.prof.kernel.syscall_ns;
-                    return self.block(p, ns, After::Do(Sys::Recv { ch, max }), "recv");
+                    // Woken, the reader goes on inside the same call.
+                    return self.block(p, 0.0, After::Do(Sys::Recv { ch, max }), "recv");
                 }
-                let woken = waiters.len();
-                for q in waiters {
+                if let Some(q) = woken {
                     self.wake(q, cpu, true);
                 }
                 let copy = got as f64 * self.prof.kernel.copy_ns_per_byte
                     + cache::transfer_ns(&self.prof, &self.geometry(), got, from, cpu)
-                    + self.prof.kernel.wakeup_ns * woken as f64;
+                    + self.prof.kernel.wakeup_ns * usize::from(woken.is_some()) as f64;
                 let ns = self.cost(copy);
                 Next::Work(ns, After::Reply(Reply::Bytes(got)))
             }
@@ -203,8 +226,8 @@ impl Engine {
                 if got {
                     return Next::Reply(Reply::Unit);
                 }
-                let ns = self.prof.kernel.futex_ns;
-                self.block(p, ns, After::Do(Sys::Down(s)), "semaphore")
+                // Woken, the waiter retries inside the same call.
+                self.block(p, 0.0, After::Do(Sys::Down(s)), "semaphore")
             }
             Sys::Up(s) => {
                 let q = {

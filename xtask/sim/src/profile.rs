@@ -54,8 +54,6 @@ pub struct Cpu {
 pub struct Kernel {
     /// Thread switch.
     pub context_switch_ns: f64,
-    /// Extra for an address-space switch.
-    pub mm_switch_ns: f64,
     /// One pipe/socket read or write.
     pub syscall_ns: f64,
     /// Copy per byte.
@@ -66,7 +64,7 @@ pub struct Kernel {
     pub wakeup_ns: f64,
     /// Thread creation.
     pub fork_ns: f64,
-    /// Timer expiry.
+    /// Timer interrupt.
     pub timer_ns: f64,
 }
 
@@ -169,7 +167,6 @@ impl Profile {
         let nonneg = [
             ("cpu.compute_unit_ns", self.cpu.compute_unit_ns),
             ("kernel.context_switch_ns", self.kernel.context_switch_ns),
-            ("kernel.mm_switch_ns", self.kernel.mm_switch_ns),
             ("kernel.syscall_ns", self.kernel.syscall_ns),
             ("kernel.copy_ns_per_byte", self.kernel.copy_ns_per_byte),
             ("kernel.futex_ns", self.kernel.futex_ns),

@@ -165,3 +165,48 @@ fn kworker_noise_runs_on_every_cpu_and_costs_the_team_time() {
     let wn = u(&record(&noisy, "nas")["sched"]["wake"], "nr_wakeups");
     assert!(wn > wq + 4 * 10, "quiet {wq} wakeups, noisy {wn}");
 }
+
+#[test]
+fn a_short_sleep_wakes_on_time_not_at_the_next_tick() {
+    // schbench workers sleep 50 us twice per request; hrtimer-exact
+    // sleeps keep a request far below one 4 ms tick.
+    let o = run(&config(
+        machine(1, 2, 1),
+        "schbench",
+        "workers:2,duration_ms:50,sleep_us:50,ops:1,work:100",
+    ));
+    let p50 = u(&record(&o, "schbench")["request_latency_ns"], "p50");
+    assert!(
+        (100_000..1_000_000).contains(&p50),
+        "request p50 {p50} ns: two 50 us sleeps should take ~0.1 ms, not a tick"
+    );
+}
+
+#[test]
+fn working_sets_cost_memory_time_the_first_time_and_beyond_the_llc() {
+    let t = |ws_kib: u64, phases: u64| {
+        let args = format!("threads:1,phases:{phases},work:100000,working_set_kib:{ws_kib}");
+        u(
+            &record(&run(&config(machine(1, 1, 1), "nas", &args)), "nas"),
+            "time_ns",
+        )
+    };
+    let none = t(0, 4);
+    let small = t(512, 4);
+    let huge = t(64 * 1024, 4);
+    assert!(
+        small > none,
+        "first touch of 512 KiB is free: {small} vs {none}"
+    );
+    // 512 KiB fits the caches: only the first phase pays, so more phases
+    // cost the same extra; 64 MiB streams from memory every phase.
+    assert_eq!(
+        t(512, 8) - t(0, 8),
+        small - none,
+        "a cached working set is paid once"
+    );
+    assert!(
+        t(64 * 1024, 8) - t(0, 8) > huge - none,
+        "a working set beyond the LLC streams"
+    );
+}
