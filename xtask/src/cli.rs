@@ -84,7 +84,8 @@ pub struct RunArgs {
     /// Threads (SMT siblings) per core.
     #[arg(long)]
     pub threads: Option<u32>,
-    /// NUMA nodes; CPUs and memory are split evenly, in CPU order.
+    /// NUMA nodes; CPUs are split evenly, in CPU order; memory in MiB, the
+    /// remainder one MiB at a time over the first nodes.
     #[arg(long)]
     pub numa_nodes: Option<u32>,
     /// Guest memory in MiB (default: the preset's, else 512).
