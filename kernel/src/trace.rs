@@ -44,6 +44,9 @@ struct Event {
     c: u64,
 }
 
+// The host's memory check (xtask `preflight`) counts this many bytes per event.
+const _: () = assert!(core::mem::size_of::<Event>() <= bootcfg::TRACE_EVENT_BYTES);
+
 struct CpuBuf {
     events: Vec<Event>,
     cap: usize,

@@ -84,7 +84,8 @@ pub struct RunArgs {
     /// Threads (SMT siblings) per core.
     #[arg(long)]
     pub threads: Option<u32>,
-    /// NUMA nodes; CPUs and memory are split evenly, in CPU order.
+    /// NUMA nodes; CPUs are split evenly, in CPU order; memory in MiB, the
+    /// remainder one MiB at a time over the first nodes.
     #[arg(long)]
     pub numa_nodes: Option<u32>,
     /// Guest memory in MiB (default: the preset's, else 512).
@@ -217,6 +218,9 @@ pub struct TestArgs {
 impl RunArgs {
     /// The machine these flags describe.
     pub fn machine(&self) -> Result<Machine> {
+        if self.smp == Some(0) {
+            bail!("--smp must be at least 1");
+        }
         let topo_given = self.sockets.is_some()
             || self.dies.is_some()
             || self.cores.is_some()
@@ -247,15 +251,18 @@ impl RunArgs {
             (None, None, false) => PRESETS[0].machine(),
         };
         if let (Some(n), true) = (self.smp, topo_given)
-            && n != m.cpus()
+            && m.checked_cpus() != Some(n)
         {
+            let product = u128::from(m.sockets)
+                * u128::from(m.dies)
+                * u128::from(m.cores)
+                * u128::from(m.threads);
             bail!(
-                "--smp {n} disagrees with --sockets {} x --dies {} x --cores {} x --threads {} = {}",
+                "--smp {n} disagrees with --sockets {} x --dies {} x --cores {} x --threads {} = {product}",
                 m.sockets,
                 m.dies,
                 m.cores,
                 m.threads,
-                m.cpus()
             );
         }
         if let Some(n) = self.numa_nodes
@@ -275,6 +282,32 @@ impl RunArgs {
 
     /// The boot configuration (validated against the shared catalogue).
     pub fn boot_config(&self) -> Result<bootcfg::BootConfig> {
+        // The boot configuration is `key=value` lines where `#` starts a comment:
+        // a `#` or a line break in a value would silently cut it or add a key.
+        for (flag, value) in [
+            ("--experiment", self.experiment.as_str()),
+            ("--log-level", &self.log_level),
+            ("--label", &self.label),
+            ("--pick", &self.pick),
+            ("--features", &self.features),
+            ("--policy", &self.policy),
+            ("--idle", &self.idle),
+        ]
+        .into_iter()
+        .chain(self.args.iter().map(|a| ("--arg", a.as_str())))
+        {
+            let bad = |c: &char| matches!(c, '#' | '\n' | '\r') || (*c == ',' && flag == "--arg");
+            if let Some(c) = value.chars().find(bad) {
+                let what = match c {
+                    '#' => "'#' (the boot configuration reads it as the start of a comment)",
+                    ',' => {
+                        "',' (it separates the pairs in the boot configuration; give one --arg per pair)"
+                    }
+                    _ => "a line break",
+                };
+                bail!("{flag} {value:?}: contains {what}; not allowed");
+            }
+        }
         let mut pairs = Vec::new();
         for a in &self.args {
             let (k, v) = a

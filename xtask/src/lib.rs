@@ -4,6 +4,7 @@
 //! - [`prereq`]: install what is missing (rustup parts, QEMU, OVMF)
 //! - [`build`]: build the kernel ELF, the image builder and disk images
 //! - [`machine`]: the emulated machine's shape (CPUs, sockets, NUMA, memory)
+//! - [`preflight`]: argument, memory and output-path checks before any build or boot
 //! - [`qemu`]: turn a machine + image into a QEMU command line
 //! - [`cleanup`]: kill QEMU and remove run folders on signals and exit
 //! - [`runner`]: run QEMU with a timeout, split log lines from result records
@@ -20,6 +21,7 @@ pub mod compare;
 pub mod launch;
 pub mod machine;
 pub mod outcome;
+pub mod preflight;
 pub mod prereq;
 pub mod preset;
 pub mod qemu;

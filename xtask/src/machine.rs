@@ -3,6 +3,9 @@
 
 use anyhow::{Result, bail, ensure};
 
+/// Highest xAPIC id QEMU's TCG can give a vCPU (255 is the broadcast id).
+pub const MAX_APIC_ID: u64 = 254;
+
 /// What QEMU should emulate.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Machine {
@@ -31,9 +34,26 @@ impl Default for Machine {
 }
 
 impl Machine {
-    /// Total logical CPUs.
+    /// Total logical CPUs, saturating at `u32::MAX` (see [`Machine::checked_cpus`]).
     pub fn cpus(&self) -> u32 {
-        self.sockets * self.dies * self.cores * self.threads
+        self.checked_cpus().unwrap_or(u32::MAX)
+    }
+
+    /// Total logical CPUs, `None` when the product overflows.
+    pub fn checked_cpus(&self) -> Option<u32> {
+        self.sockets
+            .checked_mul(self.dies)?
+            .checked_mul(self.cores)?
+            .checked_mul(self.threads)
+    }
+
+    /// Memory of each NUMA node in MiB: an even split, the remainder spread one MiB
+    /// at a time over the first nodes (QEMU takes per-node sizes, which must add up
+    /// to `-m`). E.g. 512 MiB over 3 nodes: 171, 171, 170.
+    pub fn node_memory_mib(&self) -> Vec<u32> {
+        let n = self.numa_nodes.max(1);
+        let (base, extra) = (self.memory_mib / n, self.memory_mib % n);
+        (0..n).map(|i| base + u32::from(i < extra)).collect()
     }
 
     /// Checks the shape QEMU 7.2 (TCG, no x2APIC) can emulate.
@@ -46,11 +66,27 @@ impl Machine {
         ] {
             ensure!(v >= 1, "--{name} must be at least 1");
         }
-        let cpus = self.cpus();
+        let product = u128::from(self.sockets)
+            * u128::from(self.dies)
+            * u128::from(self.cores)
+            * u128::from(self.threads);
+        // QEMU numbers APIC ids with ceil(log2(count)) bits per level, so a count that
+        // is not a power of two leaves gaps: the highest id, not the count, must fit.
+        let max_apic =
+            topology::qemu_max_apic_id(self.sockets, self.dies, self.cores, self.threads)
+                .unwrap_or(u64::MAX);
         ensure!(
-            cpus <= 255,
-            "{cpus} CPUs requested; QEMU's TCG has no x2APIC, so at most 255 vCPUs can be emulated"
+            max_apic <= MAX_APIC_ID,
+            "--sockets {} x --dies {} x --cores {} x --threads {} = {product} CPUs: the highest \
+             APIC id QEMU would give is {max_apic}, above {MAX_APIC_ID}; QEMU's TCG has no \
+             x2APIC, so APIC ids must stay below 255 (ids get ceil(log2(count)) bits per level: \
+             round a count down to a power of two, or use --backend sim)",
+            self.sockets,
+            self.dies,
+            self.cores,
+            self.threads
         );
+        let cpus = self.cpus();
         ensure!(self.numa_nodes >= 1, "--numa-nodes must be at least 1");
         ensure!(
             cpus.is_multiple_of(self.numa_nodes),
@@ -62,8 +98,8 @@ impl Machine {
             "--memory must be at least 128 (MiB)"
         );
         ensure!(
-            self.memory_mib.is_multiple_of(self.numa_nodes),
-            "--memory {} MiB cannot be split evenly over {} NUMA nodes",
+            self.memory_mib >= self.numa_nodes,
+            "--memory {} MiB is less than 1 MiB for each of --numa-nodes {}",
             self.memory_mib,
             self.numa_nodes
         );
@@ -106,8 +142,7 @@ impl Machine {
         ];
         if self.numa_nodes > 1 {
             let per_node = self.cpus() / self.numa_nodes;
-            let mem = self.memory_mib / self.numa_nodes;
-            for n in 0..self.numa_nodes {
+            for (n, mem) in (0..self.numa_nodes).zip(self.node_memory_mib()) {
                 args.push("-object".into());
                 args.push(format!("memory-backend-ram,id=mem{n},size={mem}M"));
                 args.push("-numa".into());
@@ -195,5 +230,62 @@ mod tests {
         assert!(a.contains("node,nodeid=1,cpus=4-7,memdev=mem1"), "{a}");
         assert!(a.contains("memory-backend-ram,id=mem0,size=256M"), "{a}");
         assert!(a.contains("dist,src=0,dst=1,val=21"), "{a}");
+    }
+
+    #[test]
+    fn memory_split_unevenly_when_it_must() {
+        let m = Machine {
+            sockets: 3,
+            cores: 1,
+            numa_nodes: 3,
+            ..Machine::default()
+        };
+        m.validate().unwrap();
+        assert_eq!(m.node_memory_mib(), vec![171, 171, 170]);
+        let a = m.qemu_args().join(" ");
+        assert!(a.contains("id=mem0,size=171M"), "{a}");
+        assert!(a.contains("id=mem2,size=170M"), "{a}");
+        assert!(a.contains("-m 512M"), "{a}");
+        let m = Machine {
+            memory_mib: 130,
+            sockets: 255,
+            cores: 1,
+            numa_nodes: 255,
+            ..Machine::default()
+        };
+        let e = m.validate().unwrap_err().to_string();
+        assert!(e.contains("less than 1 MiB"), "{e}");
+    }
+
+    #[test]
+    fn apic_id_limit_is_on_the_highest_id() {
+        // 3 x 80 = 240 CPUs, but 80 cores take 7 bits: the last id is (2 << 7) | 79.
+        let m = Machine {
+            sockets: 3,
+            cores: 80,
+            ..Machine::default()
+        };
+        let e = m.validate().unwrap_err().to_string();
+        assert!(e.contains("highest APIC id QEMU would give is 335"), "{e}");
+        // 2 x 127 = 254 CPUs with ids 0..=253 fit.
+        let m = Machine {
+            sockets: 2,
+            cores: 127,
+            ..Machine::default()
+        };
+        m.validate().unwrap();
+        // Overflowing products are refused, not a panic.
+        let m = Machine {
+            sockets: 65536,
+            cores: 65536,
+            ..Machine::default()
+        };
+        assert!(
+            m.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("4294967296 CPUs")
+        );
+        assert_eq!(m.cpus(), u32::MAX);
     }
 }

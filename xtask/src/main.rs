@@ -80,6 +80,7 @@ fn run(args: &RunArgs) -> Result<i32> {
     // Validate everything the user typed before any slow step.
     let config = args.boot_config()?;
     let qemu = args.qemu()?;
+    xtask::preflight::check(args)?;
     xtask::cleanup::set_keep(args.keep);
     prereq::ensure_all()?;
     // Prebuilt products named in the environment (as `cargo xtask test` sets
@@ -112,6 +113,7 @@ fn run(args: &RunArgs) -> Result<i32> {
 
 /// `cargo xtask run --backend sim`: the same report from the host simulator.
 fn run_sim(args: &RunArgs) -> Result<i32> {
+    xtask::preflight::check(args)?;
     let cfg = xtask::simrun::config(args)?;
     eprintln!(
         "xtask: simulating '{}' on {} CPUs ({} NUMA nodes), profile {}, seed {}",

@@ -24,8 +24,9 @@ const MAX_SIM_SECONDS: u64 = 3600;
 /// The simulator configuration for `args` (validated, nothing run).
 pub fn config(args: &RunArgs) -> Result<schedsim::Config> {
     let m = args.machine()?;
-    let cpus = u64::from(m.sockets) * u64::from(m.dies) * u64::from(m.cores) * u64::from(m.threads);
-    if cpus > u64::from(MAX_SIM_CPUS) {
+    let cpus =
+        u128::from(m.sockets) * u128::from(m.dies) * u128::from(m.cores) * u128::from(m.threads);
+    if cpus > u128::from(MAX_SIM_CPUS) {
         bail!("{cpus} CPUs requested; the simulator models at most {MAX_SIM_CPUS}");
     }
     let spec = SyntheticSpec {

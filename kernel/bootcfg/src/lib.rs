@@ -90,6 +90,16 @@ pub struct BootConfig {
     pub icount: bool,
 }
 
+/// Stack of every kernel thread (the kernel's `task::thread::STACK_BYTES`),
+/// here so that the host's memory check and the kernel agree.
+pub const THREAD_STACK_BYTES: usize = 64 * 1024;
+/// Heap bytes of one scheduler trace event (the kernel asserts its event fits).
+pub const TRACE_EVENT_BYTES: usize = 40;
+/// Stack of each application processor's bring-up/idle context (kernel `arch::smp`).
+pub const AP_STACK_BYTES: usize = 256 * 1024;
+/// Part of the largest RAM region the kernel keeps for frames instead of its heap.
+pub const FRAME_RESERVE_BYTES: u64 = 16 << 20;
+
 /// Longest per-thread start jitter a seed can ask for (ns).
 pub const SEED_JITTER_MAX_NS: u64 = 20_000;
 

@@ -19,7 +19,7 @@ use super::{apic, fpu, gdt, idt, percpu, time, trampoline};
 use crate::mm::frames;
 
 /// Size of each AP's boot stack (which later runs its idle loop).
-const AP_STACK_BYTES: usize = 256 * 1024;
+const AP_STACK_BYTES: usize = bootcfg::AP_STACK_BYTES;
 /// How long to wait for an AP to report, in ns (TCG is slow; hardware needs ~ms).
 const AP_TIMEOUT_NS: u64 = 2_000_000_000;
 

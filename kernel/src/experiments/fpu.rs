@@ -285,8 +285,10 @@ fn plain_thread(i: usize, nr_cpus: usize, deadline: u64, t: &Totals) {
 /// Runs the experiment.
 pub fn run(_m: &Machine, args: &mut Args<'_>) -> Result<ExitCode, String> {
     let cpus: Vec<usize> = percpu::online().map(|p| p.cpu as usize).collect();
-    let threads = args.u64("threads", 4 * cpus.len() as u64, 2..=4096)? as usize;
-    let duration_ns = args.u64("duration_ms", 1000, 10..=3_600_000)? * 1_000_000;
+    let workloads::kernel_only::FpuCheck {
+        threads,
+        duration_ns,
+    } = workloads::kernel_only::FpuCheck::from_args(args, cpus.len())?;
     let nr_cpus = cpus.len();
     let plain = (threads / 4).max(1);
     let fpu_threads = threads - plain;

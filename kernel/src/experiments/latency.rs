@@ -130,7 +130,7 @@ fn ping_pong(name: &'static str, a: usize, b: usize, rounds: usize) -> Rtt {
 
 /// Runs the experiment.
 pub fn run(m: &Machine, args: &mut Args<'_>) -> Result<ExitCode, String> {
-    let rounds = args.u64("rounds", 2000, 10..=1_000_000)? as usize;
+    let rounds = workloads::kernel_only::Latency::from_args(args)?.rounds;
     watchdog::arm(30_000_000_000);
     let mut results = Vec::new();
     for (name, b) in placements(m, 0) {

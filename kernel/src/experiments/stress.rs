@@ -26,7 +26,7 @@ use crate::task::{self, SpawnOptions};
 use crate::watchdog;
 use workloads::args::{Args, Rng, compute};
 
-const GROUP: usize = 8;
+const GROUP: usize = workloads::kernel_only::Stress::GROUP;
 const MIXERS: usize = 4;
 
 /// The books every worker writes into.
@@ -176,9 +176,11 @@ fn mixer(books: &Arc<Books>, g: &Group, leader: bool, deadline: u64, mut rng: Rn
 
 /// Runs the experiment.
 pub fn run(_m: &Machine, args: &mut Args<'_>) -> Result<ExitCode, String> {
-    let threads = args.u64("threads", 1024, 8..=20_000)? as usize;
-    let duration_ns = args.u64("duration_ms", 2000, 10..=3_600_000)? * 1_000_000;
-    let seed = args.u64("seed", 1, 0..=u64::MAX)?;
+    let workloads::kernel_only::Stress {
+        threads,
+        duration_ns,
+        seed,
+    } = workloads::kernel_only::Stress::from_args(args)?;
     let groups = threads.div_ceil(GROUP);
     log::info!(
         "stress: {} worker threads in {groups} groups for {} ms",

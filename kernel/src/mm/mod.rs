@@ -50,7 +50,7 @@ pub struct MemoryInfo {
 }
 
 /// Keep this much of the largest region for frames (stacks with guard pages, etc.).
-const FRAME_RESERVE: u64 = 16 << 20;
+const FRAME_RESERVE: u64 = bootcfg::FRAME_RESERVE_BYTES;
 /// Never make the heap smaller than this.
 const MIN_HEAP: u64 = 4 << 20;
 

@@ -18,7 +18,7 @@ use crate::sync::IrqSpinLock;
 pub type ThreadId = usize;
 
 /// Default stack size of a kernel thread.
-pub const STACK_BYTES: usize = 64 * 1024;
+pub const STACK_BYTES: usize = bootcfg::THREAD_STACK_BYTES;
 /// Written at the lowest words of every stack; a changed value means overflow.
 const CANARY: u64 = 0x5CED_1AB5_7ACC_0DE5;
 const CANARY_WORDS: usize = 4;

@@ -161,6 +161,18 @@ fn distances(slit: Option<&Slit>, pxms: &[Option<u32>], w: &mut Vec<Warning>) ->
             };
         }
     }
+    // ACPI: 255 means "no connection". Between two nodes that have CPUs it
+    // cannot be a scheduling distance, so the SLIT is not used at all.
+    for (i, row) in d.iter().enumerate() {
+        if let Some(j) = row.iter().position(|&v| v == 255)
+            && let (Some(Some(a)), Some(Some(b))) = (pxms.get(i), pxms.get(j))
+        {
+            w.push(Warning::SlitUnreachable { from: *a, to: *b });
+            return (0..n)
+                .map(|i| (0..n).map(|j| default(i, j)).collect())
+                .collect();
+        }
+    }
     d
 }
 

@@ -67,6 +67,24 @@ pub(crate) fn bits_for_count(count: u32) -> u32 {
     }
 }
 
+/// Highest APIC id QEMU gives a `-smp sockets=S,dies=D,cores=C,threads=T` machine (the
+/// last CPU's, composed as in the module docs), or `None` when a count is 0. Computed
+/// in 128 bits so that no count overflows (saturating at `u64::MAX`); QEMU's ids have
+/// gaps whenever a count is not a power of two, so this can be far above `S*D*C*T - 1`.
+pub fn qemu_max_apic_id(sockets: u32, dies: u32, cores: u32, threads: u32) -> Option<u64> {
+    let (tb, cb, db) = (
+        bits_for_count(threads),
+        bits_for_count(cores),
+        bits_for_count(dies),
+    );
+    let top = |count: u32| u128::from(count).checked_sub(1);
+    let id = (top(sockets)? << (db + cb + tb))
+        | (top(dies)? << (cb + tb))
+        | (top(cores)? << tb)
+        | top(threads)?;
+    Some(u64::try_from(id).unwrap_or(u64::MAX))
+}
+
 fn invalid(s: alloc::string::String) -> TopologyError {
     TopologyError::InvalidSpec(s)
 }
@@ -320,5 +338,23 @@ mod tests {
             [0, 1, 2, 2, 3, 3, 4]
         );
         assert_eq!(bits_for_count(0), 0);
+    }
+
+    #[test]
+    fn max_apic_id_matches_the_last_cpu() {
+        for (s, d, c, t) in [(1, 1, 2, 1), (2, 1, 3, 2), (3, 2, 5, 1), (2, 1, 12, 2)] {
+            let topo = Topology::synthetic(&SyntheticSpec {
+                dies_per_socket: d,
+                ..SyntheticSpec::simple(s, c, t)
+            })
+            .unwrap();
+            let last = topo.cpus.iter().map(|c| c.apic_id).max().unwrap();
+            assert_eq!(qemu_max_apic_id(s, d, c, t), Some(u64::from(last)));
+        }
+        // 3 cores take 2 bits: 255 CPUs of 1 socket x 85 dies x 3 cores have ids up to
+        // (84 << 2) | 2 = 338.
+        assert_eq!(qemu_max_apic_id(1, 85, 3, 1), Some(338));
+        assert_eq!(qemu_max_apic_id(0, 1, 1, 1), None);
+        assert!(qemu_max_apic_id(u32::MAX, u32::MAX, u32::MAX, u32::MAX).is_some());
     }
 }

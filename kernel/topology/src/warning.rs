@@ -4,6 +4,7 @@
 use core::fmt;
 
 use crate::acpi::AcpiError;
+use crate::acpi::error::Table;
 use crate::acpi::error::write_sig;
 
 /// A non-fatal problem found while parsing or assembling the topology.
@@ -19,6 +20,15 @@ pub enum Warning {
     SratIgnored(AcpiError),
     /// The SLIT could not be used; default distances assumed.
     SlitIgnored(AcpiError),
+    /// The RSDT/XSDT lists a second table with this signature; only the first is used.
+    DuplicateTable {
+        table: Table,
+        used: u64,
+        ignored: u64,
+    },
+    /// A SLIT distance between two scheduling nodes is 255 (ACPI: no connection);
+    /// the SLIT is not used for distances (10 local / 20 remote assumed).
+    SlitUnreachable { from: u32, to: u32 },
     /// Several nodes but no SLIT: 10 local / 20 remote assumed.
     NoSlit { nodes: usize },
     /// A proximity domain is beyond the SLIT's localities: default distances for it.
@@ -77,6 +87,14 @@ impl fmt::Display for Warning {
             }
             W::SratIgnored(e) => write!(f, "{e}; SRAT ignored, one node assumed"),
             W::SlitIgnored(e) => write!(f, "{e}; SLIT ignored, distances 10 local / 20 remote assumed"),
+            W::DuplicateTable { table, used, ignored } => write!(
+                f,
+                "{table}: a second table at {ignored:#x} ignored; the first at {used:#x} is used"
+            ),
+            W::SlitUnreachable { from, to } => write!(
+                f,
+                "SLIT: distance from proximity domain {from} to {to} is 255 (no connection), but both have CPUs; SLIT not used, distances 10 local / 20 remote assumed"
+            ),
             W::NoSlit { nodes } => {
                 write!(f, "SLIT: absent with {nodes} nodes; distances 10 local / 20 remote assumed")
             }

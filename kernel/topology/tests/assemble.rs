@@ -269,7 +269,7 @@ fn broken_srat_and_slit_are_dropped_with_warnings() {
         text,
         [
             "SRAT: checksum mismatch (sum 0x3c, expected 0); SRAT ignored, one node assumed",
-            "SLIT: localities 2 but table has 6 entries; SLIT ignored, distances 10 local / 20 remote assumed",
+            "SLIT: locality count 2 needs a 2x2 matrix of 4 bytes, but the table has 6 matrix bytes; SLIT ignored, distances 10 local / 20 remote assumed",
         ]
     );
     // SLIT smaller than the proximity domains used.

@@ -84,7 +84,7 @@ impl Params {
         self.groups * self.fds * 2
     }
 
-    fn channel_bytes(&self) -> usize {
+    pub(crate) fn channel_bytes(&self) -> usize {
         if self.transport == "pipe" {
             PIPE_BYTES
         } else {

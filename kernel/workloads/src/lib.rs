@@ -20,6 +20,7 @@ pub mod gate;
 pub mod hackbench;
 pub mod interval;
 pub mod json;
+pub mod kernel_only;
 pub mod nas;
 pub mod netperf;
 pub mod noise;
@@ -67,6 +68,31 @@ impl Workload {
         Some(w.and_then(|w| a.finish().map(|()| w)))
     }
 
+    /// What the benchmark allocates before it runs, so a host can refuse a run
+    /// that cannot fit the guest's memory before booting it (a lower bound:
+    /// message copies and per-thread bookkeeping are left out).
+    pub fn footprint(&self, nr_cpus: usize) -> Footprint {
+        let (threads, buffer_bytes, noise) = match self {
+            Workload::Hackbench(p) => (
+                p.tasks(),
+                (p.groups * p.fds) as u64 * p.channel_bytes() as u64,
+                p.noise,
+            ),
+            Workload::Schbench(p) => (p.messengers * (p.workers + 1), 0, p.noise),
+            Workload::Netperf(p) => (
+                2 * p.pairs,
+                2 * p.pairs as u64 * netperf::SOCKET_BYTES as u64,
+                p.noise,
+            ),
+            Workload::Nas(p) => (p.threads, p.threads as u64 * p.working_set, p.noise),
+        };
+        let noise_threads = if noise.period_ns > 0 { nr_cpus } else { 0 };
+        Footprint {
+            threads: (threads + noise_threads) as u64,
+            buffer_bytes,
+        }
+    }
+
     /// Runs the benchmark in `env`; an error says which books did not balance.
     /// Each benchmark's state machine is boxed: it is large in debug builds,
     /// and kernel threads have 64 KiB stacks.
@@ -78,6 +104,15 @@ impl Workload {
             Workload::Nas(p) => Box::pin(nas::run(env, p)).await,
         }
     }
+}
+
+/// Memory a benchmark allocates up front ([`Workload::footprint`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Footprint {
+    /// Threads it spawns (each with its own stack).
+    pub threads: u64,
+    /// Bytes of channel buffers and working sets it allocates.
+    pub buffer_bytes: u64,
 }
 
 /// Runs a future whose every await completes at once (the kernel's

@@ -44,6 +44,8 @@ pub struct Table {
 
 /// Runs the comparison (building the kernel first) and prints its table.
 pub fn run(args: &CompareArgs) -> Result<i32> {
+    // The baseline's arguments, memory and output paths, before any build.
+    crate::preflight::check(&args.run)?;
     let launcher = if args.run.backend == Backend::Sim {
         None
     } else {

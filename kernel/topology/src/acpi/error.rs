@@ -126,6 +126,14 @@ pub enum AcpiError {
     },
     /// SLIT locality count does not match its matrix size.
     SlitSize { localities: u64, entries: usize },
+    /// Two enabled SRAT processor entries give one APIC id different proximity domains.
+    SratDuplicateCpu {
+        index: usize,
+        first: usize,
+        apic_id: u32,
+        domain: u32,
+        first_domain: u32,
+    },
     /// SLIT value breaks `slit_valid` (10 on the diagonal, above 10 elsewhere).
     SlitDistance { from: usize, to: usize, value: u8 },
     /// The caller's physical-memory reader failed.
@@ -210,11 +218,30 @@ impl fmt::Display for AcpiError {
                 localities,
                 entries,
             } => {
-                write!(
-                    f,
-                    "SLIT: localities {localities} but table has {entries} entries"
-                )
+                if *localities > super::slit::MAX_LOCALITIES {
+                    write!(
+                        f,
+                        "SLIT: locality count {localities} is above the supported {}",
+                        super::slit::MAX_LOCALITIES
+                    )
+                } else {
+                    write!(
+                        f,
+                        "SLIT: locality count {localities} needs a {localities}x{localities} matrix of {} bytes, but the table has {entries} matrix bytes",
+                        localities * localities
+                    )
+                }
             }
+            E::SratDuplicateCpu {
+                index,
+                first,
+                apic_id,
+                domain,
+                first_domain,
+            } => write!(
+                f,
+                "SRAT: entry {index} (processor affinity) gives APIC id {apic_id} proximity domain {domain}, but entry {first} gave it domain {first_domain}"
+            ),
             E::SlitDistance { from, to, value } => write!(
                 f,
                 "SLIT: distance {from}->{to} is {value}: local must be 10 and remote above 10"

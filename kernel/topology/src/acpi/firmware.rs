@@ -28,7 +28,24 @@ impl Firmware {
         let madt = t
             .find(*b"APIC")
             .ok_or(AcpiError::Missing { table: Table::Madt })?;
-        Self::from_bytes(madt, t.find(*b"SRAT"), t.find(*b"SLIT"))
+        let (fw, mut w) = Self::from_bytes(madt, t.find(*b"SRAT"), t.find(*b"SLIT"))?;
+        for table in [Table::Madt, Table::Srat, Table::Slit] {
+            let mut at = t
+                .tables
+                .iter()
+                .filter(|(_, s, _)| *s == table.signature())
+                .map(|(p, _, _)| *p);
+            if let Some(used) = at.next() {
+                for ignored in at {
+                    w.push(Warning::DuplicateTable {
+                        table,
+                        used,
+                        ignored,
+                    });
+                }
+            }
+        }
+        Ok((fw, w))
     }
 
     /// Parses raw table bytes (MADT required).

@@ -96,7 +96,7 @@ mod tests {
         let t = crate::acpi::sdt::build_table(*b"SLIT", 1, &body);
         assert_eq!(
             format!("{}", parse_slit(&t).unwrap_err()),
-            "SLIT: localities 2 but table has 3 entries"
+            "SLIT: locality count 2 needs a 2x2 matrix of 4 bytes, but the table has 3 matrix bytes"
         );
         // Huge count must not overflow.
         let mut body = u64::MAX.to_le_bytes().to_vec();

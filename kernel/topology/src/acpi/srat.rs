@@ -90,6 +90,8 @@ pub fn parse_srat(bytes: &[u8]) -> Result<Srat, AcpiError> {
             have: t.len(),
         });
     }
+    // (entry index, APIC id, x2APIC, domain) of the enabled processor entries.
+    let mut seen: Vec<(usize, u32, bool, u32)> = Vec::new();
     let mut s = Srat {
         header,
         cpus: Vec::new(),
@@ -140,6 +142,26 @@ pub fn parse_srat(bytes: &[u8]) -> Result<Srat, AcpiError> {
                     });
                 }
                 _ => {}
+            }
+            if let Some(c) = s.cpus.last().filter(|c| matches!(ty, 0 | 2) && c.enabled) {
+                if let Some(&(first, _, _, first_domain)) = seen
+                    .iter()
+                    .find(|(_, a, x, _)| *a == c.apic_id && *x == c.x2apic)
+                {
+                    if first_domain != c.proximity_domain {
+                        return Err(AcpiError::SratDuplicateCpu {
+                            index,
+                            first,
+                            apic_id: c.apic_id,
+                            domain: c.proximity_domain,
+                            first_domain,
+                        });
+                    }
+                    // The same fact twice: harmless, keep the first.
+                    s.cpus.pop();
+                } else {
+                    seen.push((index, c.apic_id, c.x2apic, c.proximity_domain));
+                }
             }
             Ok(())
         },

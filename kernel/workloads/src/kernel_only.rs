@@ -1,0 +1,127 @@
+//! Arguments of the kernel-only experiments (stress, latency, fpu-check).
+//! Their code needs the kernel, but their arguments are parsed here, by the
+//! same [`Args`] rules, so that the host rejects an unknown key or an
+//! out-of-range value before it builds or boots anything ([`check`]).
+
+use alloc::string::String;
+
+use crate::Footprint;
+use crate::args::Args;
+
+/// The experiments whose arguments this module parses.
+pub const KERNEL_ONLY: &[&str] = &["stress", "latency", "fpu-check"];
+
+/// `stress`: groups of 8 workers (pipes, sockets, mutexes, barriers, forks).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Stress {
+    /// Workers asked for (rounded up to whole groups).
+    pub threads: usize,
+    /// Run time.
+    pub duration_ns: u64,
+    /// Seed of the workers' random choices.
+    pub seed: u64,
+}
+
+impl Stress {
+    /// Workers per group.
+    pub const GROUP: usize = 8;
+
+    /// Reads the experiment's arguments.
+    pub fn from_args(a: &mut Args<'_>) -> Result<Stress, String> {
+        Ok(Stress {
+            threads: a.u64("threads", 1024, 8..=20_000)? as usize,
+            duration_ns: a.u64("duration_ms", 2000, 10..=3_600_000)? * 1_000_000,
+            seed: a.u64("seed", 1, 0..=u64::MAX)?,
+        })
+    }
+
+    /// Groups of [`Stress::GROUP`] workers.
+    pub fn groups(&self) -> usize {
+        self.threads.div_ceil(Self::GROUP)
+    }
+}
+
+/// `latency`: pipe ping-pong round trips between CPU pairs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Latency {
+    /// Round trips per placement.
+    pub rounds: usize,
+}
+
+impl Latency {
+    /// Reads the experiment's arguments.
+    pub fn from_args(a: &mut Args<'_>) -> Result<Latency, String> {
+        Ok(Latency {
+            rounds: a.u64("rounds", 2000, 10..=1_000_000)? as usize,
+        })
+    }
+}
+
+/// `fpu-check`: FPU and non-FPU threads migrating between CPUs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FpuCheck {
+    /// Threads (default: 4 per CPU).
+    pub threads: usize,
+    /// Run time.
+    pub duration_ns: u64,
+}
+
+impl FpuCheck {
+    /// Reads the experiment's arguments on a machine of `nr_cpus` CPUs.
+    pub fn from_args(a: &mut Args<'_>, nr_cpus: usize) -> Result<FpuCheck, String> {
+        Ok(FpuCheck {
+            threads: a.u64("threads", 4 * nr_cpus as u64, 2..=4096)? as usize,
+            duration_ns: a.u64("duration_ms", 1000, 10..=3_600_000)? * 1_000_000,
+        })
+    }
+}
+
+/// Checks a kernel-only experiment's arguments as the kernel will, and says
+/// what it allocates up front (a lower bound). `None` when `name` is not one
+/// of [`KERNEL_ONLY`].
+pub fn check(name: &str, raw_args: &str, nr_cpus: usize) -> Option<Result<Footprint, String>> {
+    let mut a = Args::new(name, raw_args);
+    let fp = match name {
+        "stress" => Stress::from_args(&mut a).map(|s| Footprint {
+            threads: (s.groups() * Stress::GROUP) as u64,
+            // One 1 KiB pipe and a 2 x 256-byte socket pair per group.
+            buffer_bytes: s.groups() as u64 * 1536,
+        }),
+        "latency" => Latency::from_args(&mut a).map(|l| Footprint {
+            threads: 2,
+            buffer_bytes: l.rounds as u64 * 8,
+        }),
+        "fpu-check" => FpuCheck::from_args(&mut a, nr_cpus).map(|f| Footprint {
+            threads: f.threads as u64,
+            buffer_bytes: 0,
+        }),
+        _ => return None,
+    };
+    Some(fp.and_then(|fp| a.finish().map(|()| fp)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn same_rules_as_the_kernel() {
+        assert_eq!(
+            check("stress", "threads:9", 2),
+            Some(Ok(Footprint {
+                threads: 16,
+                buffer_bytes: 2 * 1536
+            }))
+        );
+        assert_eq!(
+            check("stress", "thread:9", 2).unwrap().unwrap_err(),
+            "experiment 'stress' has no argument 'thread' (known: threads, duration_ms, seed)"
+        );
+        assert_eq!(
+            check("latency", "rounds:5", 2).unwrap().unwrap_err(),
+            "experiment 'latency': argument rounds=5 must be an integer in 10..=1000000"
+        );
+        assert_eq!(check("fpu-check", "", 3).unwrap().unwrap().threads, 12);
+        assert!(check("hackbench", "", 2).is_none());
+    }
+}
