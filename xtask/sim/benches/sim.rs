@@ -5,7 +5,7 @@
 
 use std::time::Instant;
 
-use schedsim::{Config, Profile};
+use schedsim::Config;
 use topology::{SyntheticSpec, Topology};
 
 fn shape(sockets: u32, cores: u32, threads: u32) -> Topology {
@@ -20,20 +20,7 @@ fn shape(sockets: u32, cores: u32, threads: u32) -> Topology {
 }
 
 fn case(name: &str, topology: Topology, experiment: &str, args: &str) {
-    let cfg = Config {
-        topology,
-        pick: "cfs".into(),
-        features: String::new(),
-        policy: "fair".into(),
-        hz: 250,
-        experiment: experiment.into(),
-        args: args.into(),
-        seed: 0,
-        profile: Profile::default_profile(),
-        max_sim_ns: 3_600_000_000_000,
-        label: String::new(),
-        trace_events: 0,
-    };
+    let cfg = Config::new(topology, experiment, args);
     let t0 = Instant::now();
     let out = schedsim::run(&cfg).expect("runs");
     let host = t0.elapsed().as_secs_f64();

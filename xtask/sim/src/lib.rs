@@ -59,6 +59,28 @@ pub struct Config {
     pub trace_events: u32,
 }
 
+impl Config {
+    /// `experiment` with `args` on `topology` under Linux's defaults: fair
+    /// policy, CFS pick, no feature changes, 250 Hz, seed 0, the built-in
+    /// profile, a 3,600 s simulated-time limit, no trace.
+    pub fn new(topology: Topology, experiment: &str, args: &str) -> Config {
+        Config {
+            topology,
+            pick: "cfs".into(),
+            features: String::new(),
+            policy: "fair".into(),
+            hz: 250,
+            experiment: experiment.into(),
+            args: args.into(),
+            seed: 0,
+            profile: Profile::default_profile(),
+            max_sim_ns: 3_600_000_000_000,
+            label: String::new(),
+            trace_events: 0,
+        }
+    }
+}
+
 /// What a run produced.
 #[derive(Clone, Debug, Default)]
 pub struct Outcome {

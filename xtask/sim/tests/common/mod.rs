@@ -1,7 +1,7 @@
 //! Helpers shared by the simulator's tests.
 #![allow(dead_code)]
 
-use schedsim::{Config, Outcome, Profile};
+use schedsim::{Config, Outcome};
 use topology::{SyntheticSpec, Topology};
 
 /// sockets x cores x threads, one node per socket.
@@ -13,18 +13,8 @@ pub fn machine(sockets: u32, cores: u32, threads: u32) -> Topology {
 
 pub fn config(topology: Topology, experiment: &str, args: &str) -> Config {
     Config {
-        topology,
-        pick: "cfs".into(),
-        features: String::new(),
-        policy: "fair".into(),
-        hz: 250,
-        experiment: experiment.into(),
-        args: args.into(),
         seed: 1,
-        profile: Profile::default_profile(),
-        max_sim_ns: 600_000_000_000,
-        label: String::new(),
-        trace_events: 0,
+        ..Config::new(topology, experiment, args)
     }
 }
 
