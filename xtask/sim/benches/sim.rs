@@ -20,6 +20,12 @@ fn shape(sockets: u32, cores: u32, threads: u32) -> Topology {
 }
 
 fn case(name: &str, topology: Topology, experiment: &str, args: &str) {
+    // `cargo bench --bench sim -- WORD`: only the cases whose name has WORD.
+    if let Some(filter) = std::env::args().skip(1).find(|a| !a.starts_with('-'))
+        && !name.contains(&filter)
+    {
+        return;
+    }
     let cfg = Config::new(topology, experiment, args);
     let t0 = Instant::now();
     let out = schedsim::run(&cfg).expect("runs");
@@ -27,9 +33,10 @@ fn case(name: &str, topology: Topology, experiment: &str, args: &str) {
     assert!(out.success, "{name}: {:?}", out.records.last());
     let sim = out.sim_ns as f64 / 1e9;
     println!(
-        "{name:<44} sim {sim:>7.3} s  host {host:>7.3} s  host/sim {:>6.3}  {:>6.2} M events/s",
+        "{name:<44} sim {sim:>7.3} s  host {host:>7.3} s  host/sim {:>6.3}  {:>6.2} M events/s  {:>5.1}% stale",
         host / sim,
-        out.events as f64 / host / 1e6
+        out.events as f64 / host / 1e6,
+        100.0 * out.stale_events as f64 / out.events.max(1) as f64
     );
 }
 

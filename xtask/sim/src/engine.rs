@@ -100,6 +100,8 @@ pub struct Engine {
     pending_wakes: u64,
     /// Events processed.
     pub events_done: u64,
+    /// Of those, segment ends made stale by a preemption or a rate change.
+    pub stale_events: u64,
     /// The scheduler trace (`--trace`), if recorded.
     pub(crate) trace: Option<Trace>,
     /// A condition that ends the run as a failure (e.g. too many tasks).
@@ -153,6 +155,7 @@ impl Engine {
             tick_ns,
             pending_wakes: 0,
             events_done: 0,
+            stale_events: 0,
             trace: None,
             fatal: None,
         };
@@ -240,6 +243,8 @@ impl Engine {
                         self.task(p).left = 0;
                     }
                     self.run_after(cpu);
+                } else {
+                    self.stale_events += 1;
                 }
             }
             Ev::Resched(cpu) => {

@@ -94,6 +94,8 @@ pub struct Outcome {
     pub sim_ns: u64,
     /// Events processed.
     pub events: u64,
+    /// Of those, segment ends made stale (preempted or re-rated work).
+    pub stale_events: u64,
 }
 
 /// Checks a configuration without running it: every error a run would
@@ -228,10 +230,12 @@ pub fn run(cfg: &Config) -> Result<Outcome, String> {
     out.records.extend(checks.violation_records());
     out.sim_ns = e.now;
     out.events = e.events_done;
+    out.stale_events = e.stale_events;
     out.records.push(
         Record::new("sim_stats")
             .u64("sim_ns", e.now)
             .u64("events", e.events_done)
+            .u64("stale_events", e.stale_events)
             .u64("invariant_checks", checks.checks)
             .u64("violations", checks.violations)
             .u64(
