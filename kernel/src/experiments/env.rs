@@ -89,6 +89,10 @@ impl Env for KernelEnv {
         watchdog::progress();
     }
 
+    fn address_spaces(&self) -> bool {
+        false // one kernel address space (docs/kernel.md)
+    }
+
     fn spawn<F>(&self, how: Spawn, f: F) -> impl Future<Output = JoinHandle> + Send
     where
         F: Future<Output = ()> + Send + 'static,

@@ -25,6 +25,21 @@ use sched::stats::SchedStats;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Closed;
 
+/// Whose address space a new task runs in: what a switch to it costs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Space {
+    /// A thread of the spawning task's process (`clone(CLONE_VM)`): a
+    /// switch between it and its siblings keeps the page tables.
+    #[default]
+    Thread,
+    /// A new process (`fork()`): its own address space, so a switch to it
+    /// from another process loads new page tables (`switch_mm`).
+    Process,
+    /// A kernel thread (kworker): no user address space; it borrows the
+    /// previous task's (lazy TLB), so switching to it loads nothing.
+    Kernel,
+}
+
 /// How a new thread starts.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Spawn {
@@ -33,12 +48,18 @@ pub struct Spawn {
     /// Bound to this CPU for life (`sched_setaffinity` to one CPU / `taskset -c`);
     /// `None` = fork placement decides.
     pub pinned: Option<usize>,
+    /// Thread, process or kernel thread.
+    pub space: Space,
 }
 
 impl Spawn {
     /// An unpinned thread called `name`.
     pub fn named(name: String) -> Spawn {
-        Spawn { name, pinned: None }
+        Spawn {
+            name,
+            pinned: None,
+            space: Space::Thread,
+        }
     }
 }
 
@@ -94,6 +115,10 @@ pub trait Env: Clone + Send + Sync + 'static {
     fn log(&self, line: fmt::Arguments<'_>);
     /// Tells the watchdog the workload made progress.
     fn progress(&self);
+    /// True when a [`Space::Process`] task gets its own address space here
+    /// (the simulator); false where every task shares one (the kernel today),
+    /// so process-mode shapes refuse to run rather than measure threads.
+    fn address_spaces(&self) -> bool;
 
     /// Creates a thread running `f` (`clone()` + `wake_up_new_task()`).
     fn spawn<F>(&self, how: Spawn, f: F) -> impl Future<Output = Self::Join> + Send

@@ -32,7 +32,7 @@ use core::future::Future;
 use core::task::{Context, Poll, Waker};
 
 pub use args::Args;
-pub use env::{Closed, CpuCounters, Env, Snapshot, Spawn};
+pub use env::{Closed, CpuCounters, Env, Snapshot, Space, Spawn};
 
 /// The experiments implemented here (the rest of the catalogue is
 /// kernel-only: boot, stress, latency, fault tests).
@@ -66,6 +66,12 @@ impl Workload {
             _ => return None,
         };
         Some(w.and_then(|w| a.finish().map(|()| w)))
+    }
+
+    /// True when the benchmark runs tasks as separate processes (hackbench
+    /// `mode=process`), which needs an [`Env`] with address spaces.
+    pub fn needs_address_spaces(&self) -> bool {
+        matches!(self, Workload::Hackbench(p) if p.mode == "process")
     }
 
     /// What the benchmark allocates before it runs, so a host can refuse a run

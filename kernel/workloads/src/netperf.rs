@@ -31,7 +31,7 @@ use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use crate::args::Args;
 use sched::SchedTopo;
 
-use crate::env::{Env, Spawn, recv_exact};
+use crate::env::{Env, Space, Spawn, recv_exact};
 use crate::gate::Gate;
 use crate::interval::Interval;
 use crate::json::{Record, json_array};
@@ -208,7 +208,11 @@ pub async fn run<E: Env>(env: &E, p: Params) -> Result<(), String> {
                 }
             }
         };
-        let how = |name: String, cpu: Option<usize>| Spawn { name, pinned: cpu };
+        let how = |name: String, cpu: Option<usize>| Spawn {
+            name,
+            pinned: cpu,
+            space: Space::Thread,
+        };
         let (server_cpu, client_cpu) = (pins[i].map(|p| p.0), pins[i].map(|p| p.1));
         handles.push(
             env.spawn(how(format!("netserver{i}"), server_cpu), server)

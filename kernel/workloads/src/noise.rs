@@ -16,7 +16,7 @@ use alloc::vec::Vec;
 use core::sync::atomic::{AtomicBool, Ordering};
 
 use crate::args::Args;
-use crate::env::{Env, Spawn};
+use crate::env::{Env, Space, Spawn};
 
 /// The noise options.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -63,6 +63,7 @@ impl<E: Env> NoiseWorkers<E> {
                 let how = Spawn {
                     name: format!("kworker/{cpu}"),
                     pinned: Some(cpu),
+                    space: Space::Kernel,
                 };
                 handles.push(env.spawn(how, body).await);
             }

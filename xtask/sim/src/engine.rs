@@ -28,6 +28,7 @@ use workloads::args::Rng;
 
 use crate::cache::{self, DataHome, Geometry};
 use crate::env::SimEnv;
+use crate::mm::{CpuMm, MmStats};
 use crate::profile::Profile;
 use crate::trace::{Kind, Trace};
 use crate::world::{Reply, Sys, TaskFuture, World};
@@ -62,6 +63,8 @@ pub(crate) struct Task {
     pub home: DataHome,
     pub last_cpu: Option<usize>,
     pub waiting: &'static str,
+    /// Address space (None = kernel thread); see [`crate::mm`].
+    pub mm: Option<u64>,
 }
 
 /// A simulated CPU.
@@ -76,6 +79,8 @@ pub(crate) struct Cpu {
     pub touched: u64,
     pub ipi_pending: bool,
     pub local_resched: bool,
+    /// Loaded address space and live ASIDs.
+    pub mm: CpuMm,
 }
 
 /// The engine.
@@ -106,6 +111,10 @@ pub struct Engine {
     pub(crate) trace: Option<Trace>,
     /// A condition that ends the run as a failure (e.g. too many tasks).
     pub(crate) fatal: Option<String>,
+    /// The last address space handed out.
+    pub(crate) next_mm: u64,
+    /// Address-space switches and TLB refills.
+    pub(crate) mm_stats: MmStats,
 }
 
 impl Engine {
@@ -158,6 +167,8 @@ impl Engine {
             stale_events: 0,
             trace: None,
             fatal: None,
+            next_mm: 0,
+            mm_stats: MmStats::default(),
         };
         for cpu in 0..n {
             e.push(tick_ns, Ev::Tick(cpu));
@@ -202,7 +213,7 @@ impl Engine {
     }
 
     /// Registers a new task's body under the scheduler's id.
-    pub(crate) fn add_task(&mut self, p: TaskId, fut: TaskFuture) -> u64 {
+    pub(crate) fn add_task(&mut self, p: TaskId, fut: TaskFuture, mm: Option<u64>) -> u64 {
         let i = p.0 as usize;
         if self.tasks.len() <= i {
             self.tasks.resize_with(i + 1, || None);
@@ -219,6 +230,7 @@ impl Engine {
             home: DataHome::default(),
             last_cpu: None,
             waiting: "",
+            mm,
         });
         serial
     }
@@ -436,10 +448,11 @@ impl Engine {
                 if moved {
                     self.world.lock().expect("world").counters[cpu].migrations_in += 1;
                 }
-                let (ws, home) = {
+                let (ws, home, mm) = {
                     let t = self.task(n);
-                    (t.ws, t.home)
+                    (t.ws, t.home, t.mm)
                 };
+                let mm_ns = self.switch_mm(cpu, mm, ws);
                 let refill = cache::refill_ns(
                     &self.prof,
                     &self.geometry(),
@@ -448,7 +461,9 @@ impl Engine {
                     cpu,
                     self.cpus[cpu].touched,
                 );
-                let extra = self.cost(self.prof.kernel.context_switch_ns) + self.cost(refill);
+                let extra = self.cost(self.prof.kernel.context_switch_ns)
+                    + self.cost(refill)
+                    + self.cost(mm_ns);
                 self.task(n).left += extra;
                 self.cpus[cpu].touched += ws;
             }

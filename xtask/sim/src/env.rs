@@ -135,6 +135,10 @@ impl Env for SimEnv {
         self.lock().progress += 1;
     }
 
+    fn address_spaces(&self) -> bool {
+        true // each Space::Process task has its own (crate::engine: mm)
+    }
+
     async fn spawn<F>(&self, how: Spawn, f: F) -> u64
     where
         F: Future<Output = ()> + Send + 'static,

@@ -13,6 +13,7 @@ mod cache;
 mod checks;
 mod engine;
 mod env;
+mod mm;
 mod ops;
 pub mod profile;
 mod trace;
@@ -169,7 +170,7 @@ pub fn run(cfg: &Config) -> Result<Outcome, String> {
         *res.lock().expect("result") = Some(r);
     };
     let r = e.sched.wake_up_new_task(None, 0, 0, TaskPolicy::Normal, 0);
-    let serial = e.add_task(r.task, Box::pin(main));
+    let serial = e.add_task(r.task, Box::pin(main), Some(0));
     e.trace(0, trace::Kind::Fork, serial + 1, r.cpu as u64, 0);
     e.reschedule(0);
 
@@ -236,6 +237,8 @@ pub fn run(cfg: &Config) -> Result<Outcome, String> {
             .u64("sim_ns", e.now)
             .u64("events", e.events_done)
             .u64("stale_events", e.stale_events)
+            .u64("mm_switches", e.mm_stats.switches)
+            .u64("tlb_refills", e.mm_stats.tlb_refills)
             .u64("invariant_checks", checks.checks)
             .u64("violations", checks.violations)
             .u64(

@@ -97,7 +97,9 @@ impl Engine {
                 let r = self
                     .sched
                     .start_task(id, Some(p), cpu, start, 0, TaskPolicy::Normal, now);
-                let serial = self.add_task(r.task, fut);
+                let parent_mm = self.task(p).mm;
+                let mm = crate::mm::child_mm(how.space, parent_mm, &mut self.next_mm);
+                let serial = self.add_task(r.task, fut, mm);
                 if let Some(t) = self.trace.as_mut() {
                     t.name(serial + 1, &how.name);
                 }

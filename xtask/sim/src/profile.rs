@@ -34,6 +34,8 @@ pub struct Profile {
     pub wakeup: Wakeup,
     /// Cache model.
     pub cache: Cache,
+    /// Address-space switches.
+    pub mm: Mm,
     /// Seeded jitter.
     pub noise: Noise,
 }
@@ -132,6 +134,22 @@ pub struct Cache {
     pub remote_slit: u32,
 }
 
+/// Address-space switches (see `crate::mm`).
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Mm {
+    /// Loading another process's page tables (ns).
+    pub switch_ns: f64,
+    /// Address spaces per CPU that keep their TLB entries (PCIDs in use).
+    pub asids: u64,
+    /// Pages a process touches on every run besides its working set.
+    pub base_pages: u64,
+    /// One page walk (ns).
+    pub page_walk_ns: f64,
+    /// TLB entries (the most page walks a refill can take).
+    pub tlb_entries: u64,
+}
+
 /// Seeded jitter.
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -186,6 +204,8 @@ impl Profile {
             ("cache.line_ns.node", self.cache.line_ns.node),
             ("cache.line_ns.remote", self.cache.line_ns.remote),
             ("cache.dram_ns", self.cache.dram_ns),
+            ("mm.switch_ns", self.mm.switch_ns),
+            ("mm.page_walk_ns", self.mm.page_walk_ns),
         ];
         for (k, v) in nonneg {
             if !(v.is_finite() && (0.0..=1e9).contains(&v)) {
@@ -209,6 +229,8 @@ impl Profile {
             ("cache.mlp", self.cache.mlp),
             ("cache.private_bytes", self.cache.private_bytes),
             ("cache.remote_slit", u64::from(self.cache.remote_slit)),
+            ("mm.asids", self.mm.asids),
+            ("mm.tlb_entries", self.mm.tlb_entries),
         ] {
             if v == 0 {
                 return Err(format!("cost profile: {k} must be at least 1"));

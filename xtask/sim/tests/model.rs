@@ -210,3 +210,39 @@ fn working_sets_cost_memory_time_the_first_time_and_beyond_the_llc() {
         "a working set beyond the LLC streams"
     );
 }
+
+#[test]
+fn processes_pay_for_address_space_switches_and_lose_tlb_entries_past_six() {
+    // One CPU, so every switch between two workers is a switch on it.
+    let hb = |mode: &str, fds: u32| {
+        let args = format!("groups:1,fds:{fds},loops:40,datasize:4096,transport:pipe,mode:{mode}");
+        let o = run(&config(machine(1, 1, 1), "hackbench", &args));
+        (
+            u(&record(&o, "hackbench"), "time_ns"),
+            record(&o, "sim_stats"),
+        )
+    };
+    // Threads of one process never load other page tables.
+    let (t_thread, s) = hb("thread", 8);
+    assert_eq!(u(&s, "mm_switches"), 0);
+    // 16 processes and the parent: every switch between two of them loads
+    // page tables, and with more than TLB_NR_DYN_ASIDS = 6 of them cycling
+    // through the CPU most find their TLB entries gone.
+    let (t_proc, s) = hb("process", 8);
+    let (sw, refills) = (u(&s, "mm_switches"), u(&s, "tlb_refills"));
+    assert!(sw > 100, "{s}");
+    assert!(refills * 2 > sw, "16 processes, 6 ASIDs: {refills} of {sw}");
+    assert!(
+        t_proc > t_thread,
+        "process mode {t_proc} ns should be slower than thread mode {t_thread} ns"
+    );
+    // 4 processes and the parent fit in 6 ASIDs: each loses its TLB only
+    // once, when it first runs there.
+    let (_, s) = hb("process", 2);
+    let (sw, refills) = (u(&s, "mm_switches"), u(&s, "tlb_refills"));
+    assert!(sw > 20, "{s}");
+    assert!(
+        refills <= 5,
+        "5 address spaces, 6 ASIDs: {refills} refills in {sw} switches"
+    );
+}
