@@ -7,8 +7,14 @@
 //!   interrupts off). Checked once the scheduler runs (bring-up prints large
 //!   records with interrupts off).
 //! - progress: while an experiment has the watchdog armed, it must call
-//!   [`progress`] at least every `timeout`; otherwise it is deadlocked or
-//!   starved.
+//!   [`progress`] often. It is stalled when one CPU ran threads for
+//!   `timeout` of its own ticks without any progress (a livelock: work
+//!   spinning without effect), or when every CPU sat idle for `timeout`
+//!   without progress (a deadlock: everyone waits). Busy time is counted in
+//!   tick periods a CPU actually ran, so a vCPU the host starves (a loaded
+//!   host, several runs at once) accrues none while descheduled, where a
+//!   plain "no progress for `timeout` of TSC time" fired on slow but healthy
+//!   runs.
 //!
 //! The report names the CPU, what each CPU runs and its queued threads (for
 //! each CPU whose runqueue lock can be taken; a stuck CPU holding its own is
@@ -53,6 +59,14 @@ static ARMED: AtomicBool = AtomicBool::new(false);
 static TIMEOUT_NS: AtomicU64 = AtomicU64::new(0);
 static LAST_PROGRESS_NS: AtomicU64 = AtomicU64::new(0);
 static FIRED: AtomicBool = AtomicBool::new(false);
+/// Per CPU: the progress time its busy count refers to, and the time it ran
+/// threads since then (at most one tick period per tick).
+static SEEN_PROGRESS: [AtomicU64; percpu::MAX_CPUS] =
+    [const { AtomicU64::new(0) }; percpu::MAX_CPUS];
+static BUSY_NS: [AtomicU64; percpu::MAX_CPUS] = [const { AtomicU64::new(0) }; percpu::MAX_CPUS];
+/// Per CPU: its previous tick (`now_ns`).
+static PREV_TICK_NS: [AtomicU64; percpu::MAX_CPUS] =
+    [const { AtomicU64::new(0) }; percpu::MAX_CPUS];
 
 /// Starts the progress check: `progress` must be called every `timeout_ns`.
 pub fn arm(timeout_ns: u64) {
@@ -89,27 +103,60 @@ pub fn on_tick() {
         let p = percpu::get(next).expect("online CPU has a block");
         let last = p.last_tick_ns.load(Ordering::Relaxed);
         if last != 0 && now.saturating_sub(last) > heartbeat_timeout_ns() {
+            // What it ran at that moment (before the report's delay lets it
+            // move on): a thread spinning with interrupts off, or idle.
+            let running = match crate::task::sched::running_thread_id(next) {
+                Some(id) => alloc::format!("thread {id}"),
+                None => String::from("idle"),
+            };
             fire(
                 &alloc::format!(
-                    "CPU {next} has not ticked for {} ms",
-                    (now - last) / 1_000_000
+                    "CPU {next} has not ticked for {} ms (it runs {running}, {} ticks so far)",
+                    (now - last) / 1_000_000,
+                    p.ticks.load(Ordering::Relaxed)
                 ),
                 Some(next),
             );
         }
     }
+    let prev_tick = PREV_TICK_NS[me].swap(now, Ordering::Relaxed);
     if ARMED.load(Ordering::Acquire) {
-        let last = LAST_PROGRESS_NS.load(Ordering::Relaxed);
-        let limit = TIMEOUT_NS.load(Ordering::Relaxed);
-        if now.saturating_sub(last) > limit {
+        check_progress(me, now, prev_tick);
+    }
+}
+
+/// The progress check on CPU `me` at a tick (see the module docs).
+fn check_progress(me: usize, now: u64, prev_tick: u64) {
+    let last = LAST_PROGRESS_NS.load(Ordering::Relaxed);
+    let limit = TIMEOUT_NS.load(Ordering::Relaxed);
+    if SEEN_PROGRESS[me].swap(last, Ordering::Relaxed) != last {
+        BUSY_NS[me].store(0, Ordering::Relaxed);
+    }
+    let running = |c: usize| crate::task::sched::running_thread_id(c).is_some();
+    if running(me) {
+        // One tick period at most: a gap is the host not running this vCPU.
+        let period = crate::task::sched::core().shared.cfg.tunables.tick_ns;
+        let ran = now.saturating_sub(prev_tick.max(last)).min(period);
+        let busy = BUSY_NS[me].fetch_add(ran, Ordering::Relaxed) + ran;
+        if busy > limit {
             fire(
                 &alloc::format!(
-                    "experiment made no progress for {} ms",
-                    (now - last) / 1_000_000
+                    "experiment made no progress while CPU {me} ran threads for {} ms of its ticks \
+                     ({} ms since the last progress)",
+                    busy / 1_000_000,
+                    now.saturating_sub(last) / 1_000_000
                 ),
                 None,
             );
         }
+    } else if now.saturating_sub(last) > limit && !percpu::online().any(|p| running(p.cpu as usize)) {
+        fire(
+            &alloc::format!(
+                "experiment made no progress for {} ms and every CPU is idle (deadlock)",
+                now.saturating_sub(last) / 1_000_000
+            ),
+            None,
+        );
     }
 }
 
@@ -156,14 +203,18 @@ static NMI_COUNT: AtomicU64 = AtomicU64::new(0);
 
 /// Stops other CPUs with an NMI (the stuck one first, at most 16); each
 /// prints where it was. Waits up to two seconds for their answers.
-fn nmi_others(first: Option<usize>) {
+fn nmi_others(first: Option<usize>, first_sent: bool) {
     let me = percpu::cpu_index();
-    let mut sent = 0;
+    let mut sent = u64::from(first_sent);
     // The stuck CPU first, then the others; at most 16 dumps, so a big
     // machine's report stays readable and fits before the run ends.
     let others = percpu::all().filter(|p| Some(p.cpu as usize) != first);
     let order = first.and_then(percpu::get).into_iter().chain(others);
-    for p in order.filter(|p| p.cpu != me && p.is_online()).take(16) {
+    let skip = if first_sent { first } else { None };
+    for p in order
+        .filter(|p| p.cpu != me && p.is_online() && Some(p.cpu as usize) != skip)
+        .take(16)
+    {
         crate::arch::apic::send_nmi(p.apic_id);
         sent += 1;
     }
@@ -178,6 +229,14 @@ fn fire(reason: &str, stuck_cpu: Option<usize>) {
         return;
     }
     let me = percpu::cpu_index();
+    // The stuck CPU first and at once: where it is now, not after the
+    // report's delay (by then a CPU that was only starved has moved on).
+    let early = stuck_cpu
+        .and_then(percpu::get)
+        .filter(|p| p.cpu != me && p.is_online());
+    if let Some(p) = early {
+        crate::arch::apic::send_nmi(p.apic_id);
+    }
     log::error!("WATCHDOG (seen by CPU {me}): {reason}");
     let now = time::now_ns();
     // Give the other CPUs time to park at their next tick.
@@ -197,7 +256,7 @@ fn fire(reason: &str, stuck_cpu: Option<usize>) {
     }
     rec.emit();
     // Where is every other CPU? Each answers the NMI with its RIP and stack.
-    nmi_others(stuck_cpu);
+    nmi_others(stuck_cpu, early.is_some());
     Record::new("exit")
         .str("status", ExitCode::Watchdog.name())
         .emit();

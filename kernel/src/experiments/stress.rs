@@ -4,6 +4,13 @@
 //! exited, every message and byte sent was received, every mutex increment
 //! landed, and every CPU switched contexts.
 //!
+//! That last check is exact, not a hope about where the scheduler put the
+//! workers: one extra thread per CPU is bound there and sleeps and yields in
+//! a loop, so it must be switched in and out on its CPU for the run to end.
+//! (A check on the free workers alone failed on 48-CPU guests under host
+//! load: with vCPUs starved by the host, balancing rightly kept a few CPUs
+//! without work while the books balanced.)
+//!
 //! Arguments: `threads` (workers, default 1024), `duration_ms` (default 2000),
 //! `seed` (default 1).
 //!
@@ -174,6 +181,31 @@ fn mixer(books: &Arc<Books>, g: &Group, leader: bool, deadline: u64, mut rng: Rn
     }
 }
 
+/// A thread bound to `cpu` that sleeps and yields there until `deadline`
+/// (at least once), so that CPU provably switches contexts.
+fn spawn_pinned_visitor(books: &Arc<Books>, cpu: usize, deadline: u64) -> task::JoinHandle {
+    books.spawned.fetch_add(1, Ordering::Relaxed);
+    let b = books.clone();
+    task::spawn(
+        SpawnOptions {
+            name: alloc::format!("visit{cpu}"),
+            pinned: Some(cpu),
+            ..Default::default()
+        },
+        move || {
+            loop {
+                task::sleep_ns(1_000_000);
+                b.sleeps.fetch_add(1, Ordering::Relaxed);
+                task::yield_now();
+                if time::now_ns() >= deadline {
+                    break;
+                }
+            }
+            b.finished.fetch_add(1, Ordering::Relaxed);
+        },
+    )
+}
+
 /// Runs the experiment.
 pub fn run(_m: &Machine, args: &mut Args<'_>) -> Result<ExitCode, String> {
     let workloads::kernel_only::Stress {
@@ -275,6 +307,9 @@ pub fn run(_m: &Machine, args: &mut Args<'_>) -> Result<ExitCode, String> {
             ));
         }
         watchdog::progress();
+    }
+    for p in percpu::online() {
+        handles.push(spawn_pinned_visitor(&books, p.cpu as usize, deadline));
     }
     for h in handles {
         h.join();

@@ -1,8 +1,9 @@
 //! The kernel heap: a `linked_list_allocator` over one physical RAM range.
 //!
 //! The allocator's lock is taken with interrupts disabled, so an interrupt
-//! handler that allocates can never deadlock against the code it interrupted,
-//! and it is a ticket lock, so no CPU starves while others allocate.
+//! handler that allocates can never deadlock against the code it interrupted.
+//! It is a test-and-set lock, like `IrqSpinLock` (see there why not a ticket
+//! lock).
 
 use core::alloc::{GlobalAlloc, Layout};
 use core::ptr::NonNull;

@@ -3,8 +3,9 @@
 //! interrupt handler (tick, IPI) may take must be one of these, or a handler
 //! interrupting the holder on the same CPU would spin forever.
 //!
-//! It is a ticket lock: waiters are served in arrival order, so no CPU can be
-//! starved (with interrupts off, a starved CPU would also miss its ticks).
+//! It is a test-and-set lock (`spin::Mutex` without `use_ticket_mutex`): a
+//! ticket lock collapsed under multi-threaded TCG, where each hand-off waited
+//! for the next waiter's descheduled vCPU (docs/kernel.md).
 
 use core::ops::{Deref, DerefMut};
 

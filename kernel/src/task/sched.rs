@@ -111,6 +111,13 @@ pub fn cpu_state(cpu: usize) -> &'static CpuSched {
     &CPUS.get().expect("scheduler not initialised")[cpu]
 }
 
+/// The thread id `cpu` runs now (None = idle, or before the scheduler
+/// starts): a lock-free read for reports.
+pub fn running_thread_id(cpu: usize) -> Option<usize> {
+    let id = CPUS.get()?.get(cpu)?.current_id.load(Ordering::Relaxed);
+    id.checked_sub(1)
+}
+
 /// The scheduler core. Call its operations only with interrupts off (its
 /// configuration and topology may be read any time).
 pub fn core() -> &'static Scheduler<DynPolicy> {
