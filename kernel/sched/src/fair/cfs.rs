@@ -155,25 +155,26 @@ pub fn yield_task(cfs: &mut CfsRq, curr: TaskId) {
     }
 }
 
-/// `pick_next_entity()` (CFS, curr already put back): leftmost, unless a
-/// next/last buddy is not too far right of it.
+/// `pick_next_entity()` (CFS v5.11, curr already put back): the leftmost
+/// entity; a yielding (skip) leftmost gives way to the runner-up if that is
+/// not too far right; then, as in Linux, the last buddy and above it the
+/// next buddy override that choice if they are not too far right of the
+/// leftmost (`wakeup_preempt_entity(buddy, left) < 1`), also after a skip.
 pub fn pick_next_entity(cfs: &mut CfsRq, tasks: &impl Tasks, cfg: &SchedConfig) -> Option<TaskId> {
     let (left_v, left) = cfs.timeline.first()?;
+    let left_load = &tasks[left].se.load;
     let mut se = left;
-    // A yielding task is skipped if the runner-up is not too far right.
     if cfs.skip == Some(left)
         && let Some((second_v, second)) = cfs.timeline.next_after(left_v, left)
-        && wakeup_preempt_entity(cfg, second_v, left_v, &tasks[left].se.load) < 1
+        && wakeup_preempt_entity(cfg, second_v, left_v, left_load) < 1
     {
         se = second;
     }
     let buddy_ok = |b: TaskId| {
         let bse = &tasks[b].se;
-        bse.on_rq && wakeup_preempt_entity(cfg, bse.vruntime, left_v, &tasks[left].se.load) < 1
+        bse.on_rq && wakeup_preempt_entity(cfg, bse.vruntime, left_v, left_load) < 1
     };
-    if se != left {
-        // Skipped the yielding leftmost: buddies do not override that.
-    } else if let Some(n) = cfs.next.filter(|&n| buddy_ok(n)) {
+    if let Some(n) = cfs.next.filter(|&n| buddy_ok(n)) {
         se = n;
     } else if let Some(l) = cfs.last.filter(|&l| buddy_ok(l)) {
         se = l;
