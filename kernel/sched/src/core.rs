@@ -901,10 +901,11 @@ impl<'a> SchedCore<'a> {
     pub fn check_preempt_curr(&mut self, cpu: CpuId, p: TaskId, is_fork: bool, now: u64) -> bool {
         let cfg = self.cfg;
         let rq = &mut self.rqs[cpu];
+        let need_resched = rq.need_resched;
         let preempt = match rq.curr {
             None => true,
             Some(c) if c == p => false,
-            Some(_) if rq.need_resched => false,
+            // The class hook marks buddies first, then checks need_resched.
             Some(c) => match cfg.pick {
                 PickPolicy::Cfs => cfs::check_preempt_wakeup(
                     &mut rq.cfs,
@@ -913,6 +914,7 @@ impl<'a> SchedCore<'a> {
                     c,
                     p,
                     is_fork,
+                    need_resched,
                     now,
                 ),
                 PickPolicy::Eevdf => eevdf::check_preempt_wakeup(
@@ -922,6 +924,7 @@ impl<'a> SchedCore<'a> {
                     c,
                     p,
                     is_fork,
+                    need_resched,
                     now,
                 ),
             },

@@ -109,7 +109,21 @@ pub fn wakeup_preempt_entity(
     0
 }
 
-/// `check_preempt_wakeup()` (CFS): should the waking `p` preempt `curr`?
+/// `set_next_buddy()` / `set_last_buddy()` (v5.11): a task with the idle
+/// policy is never made a buddy.
+pub fn set_buddy(slot: &mut Option<TaskId>, tasks: &impl Tasks, id: TaskId) {
+    if tasks[id].policy != TaskPolicy::Idle {
+        *slot = Some(id);
+    }
+}
+
+/// `check_preempt_wakeup()` (CFS, v5.11): should the waking `p` preempt
+/// `curr`? Linux's order: next-buddy mark (NEXT_BUDDY, scale, not a fork),
+/// then return if curr already has `need_resched`, then an idle-policy curr
+/// is preempted by a non-idle wakee, non-normal wakees never preempt,
+/// `wakeup_preempt_entity`; on preemption curr becomes the last buddy
+/// (LAST_BUDDY, scale, curr still queued; refused for idle-policy curr).
+#[allow(clippy::too_many_arguments)]
 pub fn check_preempt_wakeup(
     cfs: &mut CfsRq,
     tasks: &mut impl Tasks,
@@ -117,6 +131,7 @@ pub fn check_preempt_wakeup(
     curr: TaskId,
     p: TaskId,
     is_fork: bool,
+    need_resched: bool,
     now: u64,
 ) -> bool {
     if curr == p {
@@ -125,27 +140,31 @@ pub fn check_preempt_wakeup(
     let scale = u64::from(cfs.nr_running) >= cfg.tunables.nr_latency;
     let mut next_buddy_marked = false;
     if cfg.features.has(Feat::NextBuddy) && scale && !is_fork {
-        cfs.next = Some(p);
+        set_buddy(&mut cfs.next, tasks, p);
         next_buddy_marked = true;
     }
-    if tasks[curr].policy == TaskPolicy::Idle && tasks[p].policy != TaskPolicy::Idle {
-        return true;
-    }
-    if tasks[p].policy != TaskPolicy::Normal || !cfg.features.has(Feat::WakeupPreemption) {
+    if need_resched {
         return false;
     }
-    update_curr(cfs, tasks, cfg, now);
-    let (cv, pv) = (tasks[curr].se.vruntime, tasks[p].se.vruntime);
-    if wakeup_preempt_entity(cfg, cv, pv, &tasks[p].se.load) == 1 {
+    let idle_curr = tasks[curr].policy == TaskPolicy::Idle;
+    if !(idle_curr && tasks[p].policy != TaskPolicy::Idle) {
+        if tasks[p].policy != TaskPolicy::Normal || !cfg.features.has(Feat::WakeupPreemption) {
+            return false;
+        }
+        update_curr(cfs, tasks, cfg, now);
+        let (cv, pv) = (tasks[curr].se.vruntime, tasks[p].se.vruntime);
+        if wakeup_preempt_entity(cfg, cv, pv, &tasks[p].se.load) != 1 {
+            return false;
+        }
         if !next_buddy_marked {
-            cfs.next = Some(p);
+            set_buddy(&mut cfs.next, tasks, p);
         }
-        if cfg.features.has(Feat::LastBuddy) && scale && tasks[curr].se.on_rq {
-            cfs.last = Some(curr);
-        }
-        return true;
     }
-    false
+    // preempt:
+    if tasks[curr].se.on_rq && cfg.features.has(Feat::LastBuddy) && scale {
+        set_buddy(&mut cfs.last, tasks, curr);
+    }
+    true
 }
 
 /// `yield_task_fair()` (CFS): mark curr as the skip buddy.

@@ -129,7 +129,11 @@ pub fn pick_next_entity(cfs: &mut CfsRq, tasks: &impl Tasks, cfg: &SchedConfig) 
     se
 }
 
-/// `check_preempt_wakeup_fair()` (EEVDF): should waking `p` preempt `curr`?
+/// `check_preempt_wakeup_fair()` (EEVDF, 6.15): should waking `p` preempt
+/// `curr`? Linux's order: next-buddy mark (NEXT_BUDDY, not a fork, never an
+/// idle-policy wakee), then return if curr already has `need_resched`, then
+/// the idle-policy rules and `pick_eevdf() == p`.
+#[allow(clippy::too_many_arguments)]
 pub fn check_preempt_wakeup(
     cfs: &mut CfsRq,
     tasks: &mut impl Tasks,
@@ -137,13 +141,17 @@ pub fn check_preempt_wakeup(
     curr: TaskId,
     p: TaskId,
     is_fork: bool,
+    need_resched: bool,
     now: u64,
 ) -> bool {
     if curr == p {
         return false;
     }
     if cfg.features.has(Feat::NextBuddy) && !is_fork {
-        cfs.next = Some(p);
+        super::cfs::set_buddy(&mut cfs.next, tasks, p);
+    }
+    if need_resched {
+        return false;
     }
     if !cfg.features.has(Feat::WakeupPreemption) {
         return false;

@@ -6,6 +6,7 @@ use super::cfs;
 use crate::config::{PickPolicy, SchedConfig};
 use crate::fair::cfs_rq::CfsRq;
 use crate::task::{Task, TaskId, TaskPolicy, TaskTable};
+use crate::testutil::{sched, spec};
 
 fn cfg1(pick: PickPolicy) -> SchedConfig {
     SchedConfig::new(1, pick)
@@ -52,4 +53,70 @@ fn cfs_pick_honours_buddies_after_skipping_the_yielder() {
         );
         assert_eq!((q.next, q.last, q.skip), (None, None, Some(ids[0])));
     }
+}
+
+/// A UP scheduler with `features` where `p` (of `policy`) sleeps and 8
+/// nice-0 tasks of `curr_policy` are queued, one of them running; returns
+/// (sched, p, curr).
+fn crowded_up(
+    pick: PickPolicy,
+    features: &str,
+    policy: TaskPolicy,
+    curr_policy: TaskPolicy,
+) -> (crate::Scheduler, TaskId, TaskId) {
+    let s = sched(&spec(1, 1, 1, 1), pick, features);
+    let p = s.wake_up_new_task(None, 0, 0, policy, 1_000_000).task;
+    assert_eq!(s.schedule(0, 1_000_000).next, Some(p));
+    s.block(0, 1_100_000);
+    s.schedule(0, 1_100_000);
+    for _ in 0..8 {
+        s.wake_up_new_task(None, 0, 0, curr_policy, 1_200_000);
+    }
+    let curr = s.schedule(0, 1_200_000).next.expect("a task runs");
+    (s, p, curr)
+}
+
+#[test]
+fn next_buddy_is_marked_before_the_need_resched_test() {
+    // Linux v5.11 check_preempt_wakeup() / 6.15 check_preempt_wakeup_fair():
+    // set_next_buddy(pse) (NEXT_BUDDY, not WF_FORK; v5.11 also needs
+    // nr_running 9 >= sched_nr_latency 8) comes before
+    // "if (test_tsk_need_resched(curr)) return;", so a wakee arriving while
+    // curr already has need_resched set is still the next buddy.
+    for pick in [PickPolicy::Cfs, PickPolicy::Eevdf] {
+        let (s, p, _) = crowded_up(pick, "NEXT_BUDDY", TaskPolicy::Normal, TaskPolicy::Normal);
+        s.core().rqs[0].need_resched = true;
+        s.wake_up(p, 0, false, 2_000_000);
+        assert_eq!(s.core().rqs[0].cfs.next, Some(p), "{pick:?}");
+    }
+}
+
+#[test]
+fn sched_idle_wakee_is_never_a_next_buddy() {
+    // Linux v5.11 set_next_buddy(): returns at once for a task with
+    // task_has_idle_policy(); 6.15: "if (se_is_idle(se)) return;". So a
+    // SCHED_IDLE wakee leaves cfs_rq->next unset (NEXT_BUDDY on, scale true).
+    for pick in [PickPolicy::Cfs, PickPolicy::Eevdf] {
+        let (s, p, _) = crowded_up(pick, "NEXT_BUDDY", TaskPolicy::Idle, TaskPolicy::Normal);
+        s.wake_up(p, 0, false, 2_000_000);
+        assert_eq!(s.core().rqs[0].cfs.next, None, "{pick:?}");
+    }
+}
+
+#[test]
+fn sched_idle_curr_preempted_by_normal_wakee_is_not_a_last_buddy() {
+    // Linux v5.11 check_preempt_wakeup(): an idle-policy curr and a normal
+    // wakee -> "goto preempt": resched_curr(), then set_last_buddy(curr)
+    // (LAST_BUDDY, scale, curr on_rq), which returns at once for an
+    // idle-policy task. Result: preempt, cfs_rq->last stays unset. (The old
+    // code got the same result by returning early; this guards the order.)
+    let (s, p, _) = crowded_up(PickPolicy::Cfs, "", TaskPolicy::Normal, TaskPolicy::Idle);
+    let r = s.wake_up(p, 0, false, 2_000_000);
+    assert_eq!(r.resched, vec![0]);
+    assert_eq!(s.core().rqs[0].cfs.last, None);
+    // Control: a normal curr preempted the same way is the last buddy.
+    let (s, p, curr) = crowded_up(PickPolicy::Cfs, "", TaskPolicy::Normal, TaskPolicy::Normal);
+    let r = s.wake_up(p, 0, false, 2_000_000);
+    assert_eq!(r.resched, vec![0]);
+    assert_eq!(s.core().rqs[0].cfs.last, Some(curr));
 }
