@@ -167,11 +167,11 @@ pub fn check_preempt_wakeup(
     true
 }
 
-/// `yield_task_fair()` (CFS): mark curr as the skip buddy.
+/// `yield_task_fair()` (CFS, v5.11), last step: mark curr as the skip
+/// buddy (`set_skip_buddy`). The lone-task return, `clear_buddies` and
+/// `update_curr` are done by the caller (`Scheduler::yield_current`).
 pub fn yield_task(cfs: &mut CfsRq, curr: TaskId) {
-    if cfs.nr_running > 1 {
-        cfs.skip = Some(curr);
-    }
+    cfs.skip = Some(curr);
 }
 
 /// `pick_next_entity()` (CFS v5.11, curr already put back): the leftmost

@@ -70,7 +70,9 @@ fn protected(se: &SchedEntity) -> bool {
     se.vprot == Some(se.deadline)
 }
 
-/// `yield_task_fair()` (EEVDF): push curr's deadline back by one request.
+/// `yield_task_fair()` (EEVDF, 6.6-6.16), last step: push curr's deadline
+/// back by one request. The lone-task return, `clear_buddies` and
+/// `update_curr` are done by the caller (`Scheduler::yield_current`).
 pub fn yield_task(se: &mut SchedEntity) {
     se.deadline += calc_delta_fair(se.slice, &se.load);
     se.vprot = None;

@@ -120,3 +120,66 @@ fn sched_idle_curr_preempted_by_normal_wakee_is_not_a_last_buddy() {
     assert_eq!(r.resched, vec![0]);
     assert_eq!(s.core().rqs[0].cfs.last, Some(curr));
 }
+
+#[test]
+fn yield_of_a_lone_task_changes_nothing() {
+    // Linux 6.15 / v5.11 yield_task_fair(): "if (rq->nr_running == 1)
+    // return;" before update_curr(), clear_buddies() and the deadline push
+    // (EEVDF: deadline += calc_delta_fair(slice) = +750,000 ns at nice 0).
+    // A lone task's vruntime and deadline are therefore unchanged.
+    for pick in [PickPolicy::Cfs, PickPolicy::Eevdf] {
+        let s = sched(&spec(1, 1, 1, 1), pick, "");
+        let a = s.wake_up_new_task(None, 0, 0, TaskPolicy::Normal, 0).task;
+        s.schedule(0, 0);
+        let before = s.task(a).se;
+        s.yield_current(0, 100_000);
+        let after = s.task(a).se;
+        assert_eq!(after.deadline, before.deadline, "{pick:?}");
+        assert_eq!(after.vruntime, before.vruntime, "{pick:?}");
+        assert_eq!(s.core().rqs[0].cfs.skip, None, "{pick:?}");
+    }
+}
+
+#[test]
+fn yield_clears_the_yielders_buddies() {
+    // Linux yield_task_fair(): with another task queued it calls
+    // clear_buddies(cfs_rq, se): a yielder that is the next (or, CFS, last)
+    // buddy stops being one; CFS then sets it as the skip buddy.
+    for pick in [PickPolicy::Cfs, PickPolicy::Eevdf] {
+        let s = sched(&spec(1, 1, 1, 1), pick, "");
+        let a = s.wake_up_new_task(None, 0, 0, TaskPolicy::Normal, 0).task;
+        s.schedule(0, 0);
+        s.wake_up_new_task(Some(a), 0, 0, TaskPolicy::Normal, 10_000);
+        {
+            let mut c = s.core();
+            c.rqs[0].cfs.next = Some(a);
+            c.rqs[0].cfs.last = Some(a);
+        }
+        s.yield_current(0, 20_000);
+        let c = s.core();
+        assert_eq!(
+            (c.rqs[0].cfs.next, c.rqs[0].cfs.last),
+            (None, None),
+            "{pick:?}"
+        );
+        let skip = (pick == PickPolicy::Cfs).then_some(a);
+        assert_eq!(c.rqs[0].cfs.skip, skip, "{pick:?}");
+    }
+}
+
+#[test]
+fn cfs_batch_yield_does_not_update_curr() {
+    // Linux v5.11 yield_task_fair(): update_curr() only
+    // "if (curr->policy != SCHED_BATCH)"; a batch yielder's runtime is
+    // charged later (put_prev_entity in schedule()), a normal one's at once.
+    for (policy, charged) in [(TaskPolicy::Batch, false), (TaskPolicy::Normal, true)] {
+        let s = sched(&spec(1, 1, 1, 1), PickPolicy::Cfs, "");
+        let a = s.wake_up_new_task(None, 0, 0, policy, 0).task;
+        s.schedule(0, 0);
+        s.wake_up_new_task(Some(a), 0, 0, TaskPolicy::Normal, 0);
+        let before = s.task(a).se.sum_exec_runtime;
+        s.yield_current(0, 500_000);
+        let ran = s.task(a).se.sum_exec_runtime - before;
+        assert_eq!(ran > 0, charged, "{policy:?}: {ran}");
+    }
+}

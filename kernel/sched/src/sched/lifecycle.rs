@@ -331,9 +331,12 @@ impl<P: SchedPolicy> Scheduler<P> {
         }
     }
 
-    /// `sched_yield()` by the current task of `cpu` (`yield_task_fair`):
-    /// CFS marks it as skip buddy, EEVDF pushes its deadline back. The
-    /// caller then calls [`Self::schedule`].
+    /// `sched_yield()` by the current task of `cpu` (`yield_task_fair`,
+    /// Linux v5.11 / 6.15): nothing if it is the only queued task; else its
+    /// buddies are cleared, curr is charged (`update_curr`, skipped for
+    /// SCHED_BATCH under CFS as in v5.11), then CFS marks it as the skip
+    /// buddy and EEVDF pushes its deadline back by one request. The caller
+    /// then calls [`Self::schedule`] (do_sched_yield always schedules).
     pub fn yield_current(&self, cpu: CpuId, now: u64) {
         let mut core = self.shared.lock(cpu);
         let now = core.update_rq_clock(cpu, now);
@@ -344,12 +347,23 @@ impl<P: SchedPolicy> Scheduler<P> {
         if !c.tasks[cur].se.on_rq {
             return;
         }
-        entity::update_curr(&mut rq.cfs, &mut c.tasks, &cfg, now);
-        match cfg.pick {
-            PickPolicy::Cfs => crate::fair::cfs::yield_task(&mut rq.cfs, cur),
-            PickPolicy::Eevdf => crate::fair::eevdf::yield_task(&mut c.tasks[cur].se),
+        rq.need_resched = true;
+        if rq.cfs.nr_running == 1 {
+            return;
         }
-        c.rqs[cpu].need_resched = true;
+        entity::clear_buddies(&mut rq.cfs, cur);
+        match cfg.pick {
+            PickPolicy::Cfs => {
+                if c.tasks[cur].policy != TaskPolicy::Batch {
+                    entity::update_curr(&mut rq.cfs, &mut c.tasks, &cfg, now);
+                }
+                crate::fair::cfs::yield_task(&mut rq.cfs, cur);
+            }
+            PickPolicy::Eevdf => {
+                entity::update_curr(&mut rq.cfs, &mut c.tasks, &cfg, now);
+                crate::fair::eevdf::yield_task(&mut c.tasks[cur].se);
+            }
+        }
     }
 
     /// `sched_exec()`: the current task of `cpu` is exec'ing (small memory
