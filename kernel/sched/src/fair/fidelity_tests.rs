@@ -5,8 +5,9 @@
 use super::cfs;
 use crate::config::{PickPolicy, SchedConfig};
 use crate::fair::cfs_rq::CfsRq;
+use crate::stats::MigrationReason;
 use crate::task::{Task, TaskId, TaskPolicy, TaskTable};
-use crate::testutil::{sched, spec};
+use crate::testutil::{run_on, sched, spec};
 
 fn cfg1(pick: PickPolicy) -> SchedConfig {
     SchedConfig::new(1, pick)
@@ -182,4 +183,40 @@ fn cfs_batch_yield_does_not_update_curr() {
         let ran = s.task(a).se.sum_exec_runtime - before;
         assert_eq!(ran > 0, charged, "{policy:?}: {ran}");
     }
+}
+
+#[test]
+fn cfs_balance_migration_renormalises_around_update_curr() {
+    // Linux v5.11 detach/attach (dequeue_entity without DEQUEUE_SLEEP, then
+    // enqueue_entity without ENQUEUE_WAKEUP):
+    //   source: update_curr(); ...; se->vruntime -= cfs_rq->min_vruntime;
+    //           update_min_vruntime()      (subtract BEFORE min moves on)
+    //   dest:   update_curr(); se->vruntime += cfs_rq->min_vruntime
+    //           (add AFTER the destination's curr is charged).
+    // All tasks are nice 0, so a 5 ms run adds exactly 5 ms of vruntime.
+    const RUN: u64 = 5_000_000;
+    let t0 = 1_000_000;
+    let mut s = sched(&spec(1, 2, 1, 1), PickPolicy::Cfs, "");
+    let a = run_on(&mut s, 0, t0);
+    let p = s
+        .wake_up_new_task_on(None, 0, 0, TaskPolicy::Normal, t0)
+        .task;
+    let b = run_on(&mut s, 1, t0);
+    let mut c = s.core();
+    let (a_v, p_v, min0) = (
+        c.tasks[a].se.vruntime,
+        c.tasks[p].se.vruntime,
+        c.min_vruntime(0),
+    );
+    let (b_v, min1) = (c.tasks[b].se.vruntime, c.min_vruntime(1));
+    // Source after update_curr: min_vruntime = max(min0, min(curr, leftmost)).
+    let min0_linux = min0.max((a_v + RUN).min(p_v));
+    // Destination after update_curr: only curr b is queued.
+    let min1_linux = min1.max(b_v + RUN);
+    let want = p_v - min0_linux + min1_linux;
+    // The scenario must separate the orders: P held cpu0's min back, and
+    // cpu1's min moves while b is charged.
+    assert!(a_v + RUN > p_v && b_v + RUN > min1);
+    c.move_queued_task(p, 1, MigrationReason::Balance, t0 + RUN);
+    assert_eq!(c.tasks[p].se.vruntime, want);
 }

@@ -157,6 +157,10 @@ impl<P: SchedPolicy> Scheduler<P> {
                         .map_or(rq.cfs.min_vruntime, |q| c.tasks[q].se.vruntime);
                     c.tasks[p].se.vruntime = pv;
                     crate::fair::cfs::place_entity(&rq.cfs, &mut c.tasks, &cfg, p, true);
+                    // Relative until enqueue_entity (no ENQUEUE_WAKEUP) adds
+                    // the chosen queue's min_vruntime after its update_curr.
+                    let se = &mut c.tasks[p].se;
+                    se.vruntime = se.vruntime.wrapping_sub(rq.cfs.min_vruntime);
                 }
                 PickPolicy::Eevdf => {
                     let se = &mut c.tasks[p].se;
@@ -177,12 +181,6 @@ impl<P: SchedPolicy> Scheduler<P> {
             core.lock_also(cpu);
             let d = core.topo.distance(this_cpu, cpu);
             core.stats.migrations.record(MigrationReason::Fork, d);
-            if core.cfg.pick == PickPolicy::Cfs {
-                let a = core.min_vruntime(this_cpu);
-                let b = core.rqs[cpu].cfs.min_vruntime;
-                let se = &mut core.tasks[p].se;
-                se.vruntime = se.vruntime.wrapping_sub(a).wrapping_add(b);
-            }
         }
         core.tasks[p].cpu = cpu;
         core.tasks[p].recent_used_cpu = cpu;
