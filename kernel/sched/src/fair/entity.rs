@@ -212,7 +212,9 @@ pub fn dequeue_entity(
     cfs.update_min_vruntime(cfg.pick, tasks);
 }
 
-/// CFS: make a relative vruntime absolute against this queue.
+/// CFS: make a relative vruntime absolute against this queue (the
+/// `se->vruntime += cfs_rq->min_vruntime` renorm step of v5.11
+/// `enqueue_entity()`).
 fn renormalise(cfs: &CfsRq, tasks: &mut impl Tasks, id: TaskId) {
     let se = &mut tasks[id].se;
     se.vruntime = se.vruntime.wrapping_add(cfs.min_vruntime);
