@@ -149,7 +149,8 @@ fn check_progress(me: usize, now: u64, prev_tick: u64) {
                 None,
             );
         }
-    } else if now.saturating_sub(last) > limit && !percpu::online().any(|p| running(p.cpu as usize)) {
+    } else if now.saturating_sub(last) > limit && !percpu::online().any(|p| running(p.cpu as usize))
+    {
         fire(
             &alloc::format!(
                 "experiment made no progress for {} ms and every CPU is idle (deadlock)",
