@@ -790,14 +790,13 @@ impl<'a> SchedCore<'a> {
         entity::dequeue_entity(&mut rq.cfs, &mut self.tasks, &cfg, p, flags, now);
     }
 
-    /// `migrate_task_rq_fair()` for a waking task (CFS <= 6.5): its vruntime
-    /// becomes relative to the old queue's min_vruntime; `enqueue_entity`
-    /// (ENQUEUE_MIGRATED) adds the new queue's after its update_curr.
-    fn make_vruntime_relative(&mut self, p: TaskId, from: CpuId) {
+    /// CFS (<= 6.5) keeps vruntime relative while in transit; re-express it
+    /// against the destination's min_vruntime.
+    fn renormalize_vruntime(&mut self, p: TaskId, from: CpuId, to: CpuId) {
         if self.cfg.pick == PickPolicy::Cfs {
-            let a = self.min_vruntime(from);
+            let (a, b) = (self.min_vruntime(from), self.min_vruntime(to));
             let se = &mut self.tasks[p].se;
-            se.vruntime = se.vruntime.wrapping_sub(a);
+            se.vruntime = se.vruntime.wrapping_sub(a).wrapping_add(b);
         }
     }
 
@@ -819,7 +818,7 @@ impl<'a> SchedCore<'a> {
         if from == to {
             return;
         }
-        self.make_vruntime_relative(p, from);
+        self.renormalize_vruntime(p, from, to);
         self.remove_entity_load_avg(p);
         self.note_migration(p, from, to, reason);
     }
@@ -874,8 +873,7 @@ impl<'a> SchedCore<'a> {
             },
             now,
         );
-        // CFS: dequeue_entity made vruntime relative, enqueue_entity
-        // (ENQUEUE_MIGRATED) makes it absolute against `to`.
+        self.renormalize_vruntime(p, from, to);
         self.note_migration(p, from, to, reason);
         self.tasks.rehome(p, to);
         let now_dst = self.update_rq_clock(to, now);
@@ -903,11 +901,10 @@ impl<'a> SchedCore<'a> {
     pub fn check_preempt_curr(&mut self, cpu: CpuId, p: TaskId, is_fork: bool, now: u64) -> bool {
         let cfg = self.cfg;
         let rq = &mut self.rqs[cpu];
-        let need_resched = rq.need_resched;
         let preempt = match rq.curr {
             None => true,
             Some(c) if c == p => false,
-            // The class hook marks buddies first, then checks need_resched.
+            Some(_) if rq.need_resched => false,
             Some(c) => match cfg.pick {
                 PickPolicy::Cfs => cfs::check_preempt_wakeup(
                     &mut rq.cfs,
@@ -916,7 +913,6 @@ impl<'a> SchedCore<'a> {
                     c,
                     p,
                     is_fork,
-                    need_resched,
                     now,
                 ),
                 PickPolicy::Eevdf => eevdf::check_preempt_wakeup(
@@ -926,7 +922,6 @@ impl<'a> SchedCore<'a> {
                     c,
                     p,
                     is_fork,
-                    need_resched,
                     now,
                 ),
             },

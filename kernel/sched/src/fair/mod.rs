@@ -8,6 +8,4 @@ pub mod entity;
 pub mod timeline;
 
 #[cfg(test)]
-mod fidelity_tests;
-#[cfg(test)]
 mod tests;
