@@ -189,6 +189,11 @@ pub struct CompareArgs {
     /// Pick policy of the variant, cfs or eevdf (replacing --pick).
     #[arg(long, value_name = "PICK")]
     pub variant_pick: Option<String>,
+    /// Experiment argument of the variant, KEY=VALUE (repeatable; replaces the
+    /// baseline's --arg KEY), e.g. --arg placement=unbound --variant-arg
+    /// placement=stacked.
+    #[arg(long = "variant-arg", value_name = "KEY=VALUE")]
+    pub variant_args: Vec<String>,
     /// Runs per configuration (and per sweep value).
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub runs: u32,
