@@ -43,7 +43,7 @@ impl Line<'_> {
 /// A number with about five significant digits.
 fn num(x: f64) -> String {
     let a = x.abs();
-    if a >= 10_000.0 {
+    if a >= 10_000.0 || (a >= 100.0 && x.fract() == 0.0) {
         format!("{x:.0}")
     } else if a >= 100.0 {
         format!("{x:.1}")
@@ -58,7 +58,7 @@ fn num(x: f64) -> String {
 pub fn label(row: &Row) -> String {
     let bench = match row.benchmark.as_str() {
         b if b.starts_with("NAS") => "NAS".to_string(),
-        b => b.to_string(),
+        b => b.split(" (").next().unwrap_or(b).to_string(),
     };
     let mut s = bench;
     for key in [
@@ -117,14 +117,17 @@ pub fn render(seed: &str, form: &str, clock: &str, lines: &[Line<'_>]) -> String
         "verdict".into(),
         "ratio".into(),
     ]];
-    let mut notes = Vec::new();
+    let mut notes: Vec<(&str, Vec<&str>)> = Vec::new();
     for l in lines {
         let (sched, verdict, ratio) = match &l.outcome {
             Ok(m) => {
                 let j = &m.judgement;
                 let star = if j.significant { "*" } else { "" };
                 if let Some(c) = m.caveat {
-                    notes.push(format!("{}: {c}", l.row.id));
+                    match notes.iter_mut().find(|(n, _)| *n == c) {
+                        Some((_, ids)) => ids.push(l.row.id.as_str()),
+                        None => notes.push((c, vec![l.row.id.as_str()])),
+                    }
                 }
                 (
                     format!(
@@ -135,7 +138,15 @@ pub fn render(seed: &str, form: &str, clock: &str, lines: &[Line<'_>]) -> String
                         m.part,
                         m.op
                     ),
-                    j.verdict.text().to_string(),
+                    match (j.verdict, j.schedlab_pct * j.published_pct) {
+                        (Verdict::NotSignificant, p) if p > 0.0 => {
+                            "no significant difference (same sign)".to_string()
+                        }
+                        (Verdict::NotSignificant, p) if p < 0.0 => {
+                            "no significant difference (opposite sign)".to_string()
+                        }
+                        (v, _) => v.text().to_string(),
+                    },
                     j.ratio.map_or("-".into(), |r| format!("{r:.2}")),
                 )
             }
@@ -187,8 +198,8 @@ pub fn render(seed: &str, form: &str, clock: &str, lines: &[Line<'_>]) -> String
         compared - same - opposite,
         lines.len() - compared
     );
-    for n in notes {
-        let _ = writeln!(out, "  note {n}");
+    for (caveat, ids) in notes {
+        let _ = writeln!(out, "  note ({}): {caveat}", ids.join(", "));
     }
     out
 }
