@@ -34,7 +34,8 @@ pub enum Cmd {
         /// On the seed's own machine (larger, slower) instead of a small one.
         #[arg(long)]
         full: bool,
-        /// Further `compare` options.
+        /// Further `compare` options; `--part NAME` (repeatable) runs only
+        /// those parts of the recipe (`cargo xtask seed` lists them).
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         extra: Vec<String>,
     },

@@ -6,7 +6,7 @@
 
 use std::io::Write as _;
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 
 use crate::cli::{Backend, CompareArgs};
 use crate::compare::{self, Table, stats};
@@ -26,7 +26,20 @@ pub fn clock(a: &CompareArgs) -> &'static str {
 /// Runs seed `seed` (quick or `full`) with the user's `extra` compare
 /// options; returns the exit code.
 pub fn run(seed: &str, full: bool, extra: &[String]) -> Result<i32> {
-    let (recipe, parts) = seeds::compare_args(seed, full, extra)?;
+    let (only, extra) = split_parts(extra)?;
+    let (recipe, mut parts) = seeds::compare_args(seed, full, &extra)?;
+    if !only.is_empty() {
+        for name in &only {
+            if !parts.iter().any(|(p, _)| p.name == name) {
+                let known: Vec<&str> = parts.iter().map(|(p, _)| p.name).collect();
+                bail!(
+                    "seed {seed} has no part '{name}' (parts: {})",
+                    known.join(", ")
+                );
+            }
+        }
+        parts.retain(|(p, _)| only.iter().any(|n| n == p.name));
+    }
     let form = if full { "full" } else { "quick" };
     println!("seed {}: {} ({form} form)", recipe.seed, recipe.title);
     let results = parts.first().and_then(|(_, a)| a.run.results.clone());
@@ -61,7 +74,13 @@ pub fn run(seed: &str, full: bool, extra: &[String]) -> Result<i32> {
     let lines: Vec<report::Line> = rows
         .iter()
         .map(|r| {
-            report::line(r, mapping::map(r, full), full, |part, op| {
+            let m = match mapping::map(r, full) {
+                mapping::Mapping::Cell { part, .. } if !tables.iter().any(|(p, _)| *p == part) => {
+                    mapping::Mapping::NotReproduced(format!("part {part} not run (--part)"))
+                }
+                m => m,
+            };
+            report::line(r, m, full, |part, op| {
                 judged(&tables, part, op, r.better_pct()?)
             })
         })
@@ -111,4 +130,46 @@ fn judged(
     let v = stats::summarize(&s.variant, t.better);
     let j = verdict::judge(published_pct, &b, &v, t.better);
     Some((b, v, t.unit, j))
+}
+
+/// Takes `--part NAME` / `--part=NAME` out of the extra options: (the part
+/// names, the remaining `compare` options).
+pub fn split_parts(extra: &[String]) -> Result<(Vec<String>, Vec<String>)> {
+    let (mut parts, mut rest) = (Vec::new(), Vec::new());
+    let mut it = extra.iter();
+    while let Some(a) = it.next() {
+        if a == "--part" {
+            match it.next() {
+                Some(n) => parts.push(n.clone()),
+                None => bail!("--part needs a part name"),
+            }
+        } else if let Some(n) = a.strip_prefix("--part=") {
+            parts.push(n.to_string());
+        } else {
+            rest.push(a.clone());
+        }
+    }
+    Ok((parts, rest))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn part_options_are_taken_out() {
+        let v = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        let (p, r) = split_parts(&v(&[
+            "--runs",
+            "2",
+            "--part",
+            "TCP_RR",
+            "--part=threads-pipe",
+        ]))
+        .unwrap();
+        assert_eq!(p, ["TCP_RR", "threads-pipe"]);
+        assert_eq!(r, ["--runs", "2"]);
+        assert!(split_parts(&v(&["--part"])).is_err());
+        assert!(run("001", false, &v(&["--part", "nope"])).is_err());
+    }
 }
