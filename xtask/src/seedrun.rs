@@ -118,18 +118,18 @@ fn judged(
     part: &str,
     op: &str,
     published_pct: f64,
-) -> Option<(
-    stats::Summary,
-    stats::Summary,
-    &'static str,
-    verdict::Judgement,
-)> {
+) -> Option<report::Cell> {
     let (_, t) = tables.iter().find(|(p, _)| *p == part)?;
     let (_, _, s) = t.cells.iter().find(|(o, _, _)| o == op)?;
-    let b = stats::summarize(&s.baseline, t.better);
-    let v = stats::summarize(&s.variant, t.better);
-    let j = verdict::judge(published_pct, &b, &v, t.better);
-    Some((b, v, t.unit, j))
+    let base = stats::summarize(&s.baseline, t.better);
+    let var = stats::summarize(&s.variant, t.better);
+    Some(report::Cell {
+        judgement: verdict::judge(published_pct, &base, &var, t.better),
+        base,
+        var,
+        unit: t.unit,
+        identical: s.baseline == s.variant,
+    })
 }
 
 /// Takes `--part NAME` / `--part=NAME` out of the extra options: (the part

@@ -23,6 +23,18 @@ pub struct Measured {
     pub unit: &'static str,
     pub judgement: Judgement,
     pub caveat: Option<&'static str>,
+    /// Every variant run gave exactly its baseline run's value: the switch
+    /// changed no decision in this shape.
+    pub identical: bool,
+}
+
+/// schedlab's cell as the lookup of [`line`] returns it.
+pub struct Cell {
+    pub base: Summary,
+    pub var: Summary,
+    pub unit: &'static str,
+    pub judgement: Judgement,
+    pub identical: bool,
 }
 
 /// One line of the verdict table.
@@ -139,6 +151,9 @@ pub fn render(seed: &str, form: &str, clock: &str, lines: &[Line<'_>]) -> String
                         m.op
                     ),
                     match (j.verdict, j.schedlab_pct * j.published_pct) {
+                        _ if m.identical => {
+                            "no difference: every run identical to its baseline run".to_string()
+                        }
                         (Verdict::NotSignificant, p) if p > 0.0 => {
                             "no significant difference (same sign)".to_string()
                         }
@@ -211,7 +226,8 @@ pub fn record(seed: &str, form: &str, clock: &str, l: &Line<'_>) -> Value {
             json!({"part": m.part, "op": m.op, "unit": m.unit,
                 "baseline_mean": m.base.mean, "variant_mean": m.var.mean,
                 "better_pct": m.judgement.schedlab_pct,
-                "significant": m.judgement.significant, "caveat": m.caveat}),
+                "significant": m.judgement.significant, "caveat": m.caveat,
+                "identical_runs": m.identical}),
             Value::from(m.judgement.verdict.text()),
             m.judgement.ratio.map_or(Value::Null, Value::from),
         ),
@@ -234,19 +250,20 @@ pub fn line<'a>(
     row: &'a Row,
     mapping: Mapping,
     full: bool,
-    find: impl Fn(&'static str, &str) -> Option<(Summary, Summary, &'static str, Judgement)>,
+    find: impl Fn(&'static str, &str) -> Option<Cell>,
 ) -> Line<'a> {
     let outcome = match mapping {
         Mapping::NotReproduced(why) => Err(why),
         Mapping::Cell { part, op, caveat } => match find(part, &op) {
-            Some((base, var, unit, judgement)) => Ok(Measured {
+            Some(c) => Ok(Measured {
                 part,
                 op,
-                base,
-                var,
-                unit,
-                judgement,
+                base: c.base,
+                var: c.var,
+                unit: c.unit,
+                judgement: c.judgement,
                 caveat,
+                identical: c.identical,
             }),
             None if !full => Err(format!(
                 "{part}/{op} is not swept in the quick form (--full sweeps it)"
@@ -270,8 +287,14 @@ mod tests {
             (part == "stacked" && op == "TCP_RR").then(|| {
                 let b = summarize(&[100.0, 101.0], Better::Higher);
                 let v = summarize(&[150.0, 151.0], Better::Higher);
-                let j = verdict::judge(21.36, &b, &v, Better::Higher);
-                (b, v, "trans/s", j)
+                let judgement = verdict::judge(21.36, &b, &v, Better::Higher);
+                Cell {
+                    base: b,
+                    var: v,
+                    unit: "trans/s",
+                    judgement,
+                    identical: false,
+                }
             })
         };
         let lines: Vec<Line> = rows
@@ -300,5 +323,32 @@ mod tests {
         assert_eq!(rec["type"], "seed_verdict");
         assert_eq!(rec["verdict"], "same direction");
         assert_eq!(rec["schedlab"]["part"], "stacked");
+    }
+
+    #[test]
+    fn a_switch_that_changes_nothing_is_named() {
+        let rows = data::for_seed("003").unwrap();
+        let b = summarize(&[0.5, 0.6], Better::Lower);
+        let find = |_: &'static str, _: &str| {
+            Some(Cell {
+                base: b.clone(),
+                var: b.clone(),
+                unit: "s",
+                judgement: verdict::judge(11.28, &b, &b, Better::Lower),
+                identical: true,
+            })
+        };
+        let l = line(
+            &rows[6],
+            super::super::mapping::map(&rows[6], false),
+            false,
+            find,
+        );
+        let out = render("003", "quick", "sim", &[l]);
+        assert!(out.contains("003-07"), "{out}");
+        assert!(
+            out.contains("every run identical to its baseline run"),
+            "{out}"
+        );
     }
 }
