@@ -25,9 +25,10 @@ pub enum Cmd {
     /// Run an experiment several times with a baseline and a variant scheduler
     /// configuration and print an mmtests compare-kernels table.
     Compare(Box<CompareArgs>),
-    /// Re-run a seed LKML thread's argument as a comparison: its benchmark
-    /// shape with the heuristic off (baseline) and on (variant). No seed:
-    /// list them. Extra options go to `compare` (e.g. --runs 10 --icount 3).
+    /// Re-run a seed LKML thread's argument as comparisons (its benchmark
+    /// shapes, the heuristic off vs on) and print the thread's published
+    /// numbers next to schedlab's with a verdict per row. No seed: list
+    /// them. Extra options go to `compare` (e.g. --runs 10 --icount 3).
     Seed {
         /// Seed number (000-004).
         seed: Option<String>,
