@@ -196,6 +196,10 @@ pub struct CompareArgs {
     /// placement=stacked.
     #[arg(long = "variant-arg", value_name = "KEY=VALUE")]
     pub variant_args: Vec<String>,
+    /// What to compare instead of the experiment's main metric (hackbench:
+    /// `migrations`, total / within a package / across packages).
+    #[arg(long, value_name = "NAME")]
+    pub metric: Option<String>,
     /// Runs per configuration (and per sweep value).
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub runs: u32,

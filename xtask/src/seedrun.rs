@@ -80,8 +80,8 @@ pub fn run(seed: &str, full: bool, extra: &[String]) -> Result<i32> {
                 }
                 m => m,
             };
-            report::line(r, m, full, |part, op| {
-                judged(&tables, part, op, r.better_pct()?)
+            report::line(r, m, full, |part, op, metric| {
+                judged(&tables, part, op, metric, r.better_pct()?)
             })
         })
         .collect();
@@ -117,10 +117,11 @@ fn judged(
     tables: &[(&'static str, Table)],
     part: &str,
     op: &str,
+    metric: &str,
     published_pct: f64,
 ) -> Option<report::Cell> {
     let (_, t) = tables.iter().find(|(p, _)| *p == part)?;
-    let (_, _, s) = t.cells.iter().find(|(o, _, _)| o == op)?;
+    let (_, _, s) = t.cells.iter().find(|(o, m, _)| o == op && m == metric)?;
     let base = stats::summarize(&s.baseline, t.better);
     let var = stats::summarize(&s.variant, t.better);
     Some(report::Cell {

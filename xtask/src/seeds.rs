@@ -187,6 +187,27 @@ pub const RECIPES: &[Recipe] = &[
                 quick: &["--arg", "loops=50"],
                 full: &["--arg", "loops=1000"],
             },
+            Part {
+                name: "pipe-migrations",
+                args: &[
+                    "--experiment",
+                    "hackbench",
+                    "--features",
+                    "RUNNABLE_LOAD,NO_IDLEST_BLOCKED",
+                    "--variant-features",
+                    "RUNNABLE_LOAD,IDLEST_BLOCKED",
+                    "--arg",
+                    "transport=pipe",
+                    "--arg",
+                    "fds=20",
+                    "--sweep",
+                    "groups=30",
+                    "--metric",
+                    "migrations",
+                ],
+                quick: &["--arg", "loops=50"],
+                full: &["--arg", "loops=1000"],
+            },
         ],
         quick: &["--topology", "2s8-nosmt"],
         full: &["--topology", "2s8-nosmt"],
@@ -323,7 +344,11 @@ mod tests {
                         p.name
                     );
                     assert!(!sweep_values(r, p, full).is_empty(), "{} sweeps", p.name);
-                    crate::compare::metrics::for_experiment(&a.run.experiment).unwrap();
+                    crate::compare::metrics::for_experiment_metric(
+                        &a.run.experiment,
+                        a.metric.as_deref(),
+                    )
+                    .unwrap();
                 }
             }
         }

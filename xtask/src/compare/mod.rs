@@ -71,7 +71,7 @@ pub fn measure(args: &CompareArgs, launcher: Option<&Launcher>) -> Result<Table>
     if args.run.trace.is_some() {
         bail!("--trace records one run: use it with `cargo xtask run`, not compare");
     }
-    let metric = metrics::for_experiment(&args.run.experiment)?;
+    let metric = metrics::for_experiment_metric(&args.run.experiment, args.metric.as_deref())?;
     let base_run = args.run.clone();
     let mut var_run = args.run.clone();
     if let Some(f) = &args.variant_features {

@@ -17,6 +17,8 @@ use crate::compare::stats::Summary;
 pub struct Measured {
     pub part: &'static str,
     pub op: String,
+    /// The compare table's metric name ("" = the main one).
+    pub metric: &'static str,
     pub base: Summary,
     pub var: Summary,
     /// The compare table's unit (e.g. "time in seconds").
@@ -148,7 +150,11 @@ pub fn render(seed: &str, form: &str, clock: &str, lines: &[Line<'_>]) -> String
                         num(m.var.mean),
                         j.schedlab_pct,
                         m.part,
-                        m.op
+                        if m.metric.is_empty() {
+                            m.op.clone()
+                        } else {
+                            format!("{}/{}", m.op, m.metric)
+                        }
                     ),
                     match (j.verdict, j.schedlab_pct * j.published_pct) {
                         _ if m.identical => {
@@ -223,7 +229,7 @@ pub fn render(seed: &str, form: &str, clock: &str, lines: &[Line<'_>]) -> String
 pub fn record(seed: &str, form: &str, clock: &str, l: &Line<'_>) -> Value {
     let (schedlab, verdict, ratio) = match &l.outcome {
         Ok(m) => (
-            json!({"part": m.part, "op": m.op, "unit": m.unit,
+            json!({"part": m.part, "op": m.op, "metric": m.metric, "unit": m.unit,
                 "baseline_mean": m.base.mean, "variant_mean": m.var.mean,
                 "better_pct": m.judgement.schedlab_pct,
                 "significant": m.judgement.significant, "caveat": m.caveat,
@@ -250,14 +256,20 @@ pub fn line<'a>(
     row: &'a Row,
     mapping: Mapping,
     full: bool,
-    find: impl Fn(&'static str, &str) -> Option<Cell>,
+    find: impl Fn(&'static str, &str, &str) -> Option<Cell>,
 ) -> Line<'a> {
     let outcome = match mapping {
         Mapping::NotReproduced(why) => Err(why),
-        Mapping::Cell { part, op, caveat } => match find(part, &op) {
+        Mapping::Cell {
+            part,
+            op,
+            metric,
+            caveat,
+        } => match find(part, &op, metric) {
             Some(c) => Ok(Measured {
                 part,
                 op,
+                metric,
                 base: c.base,
                 var: c.var,
                 unit: c.unit,
@@ -283,7 +295,7 @@ mod tests {
     #[test]
     fn lines_render_with_verdicts_and_reasons() {
         let rows = data::for_seed("004").unwrap();
-        let find = |part: &'static str, op: &str| {
+        let find = |part: &'static str, op: &str, _: &str| {
             (part == "stacked" && op == "TCP_RR").then(|| {
                 let b = summarize(&[100.0, 101.0], Better::Higher);
                 let v = summarize(&[150.0, 151.0], Better::Higher);
@@ -329,7 +341,7 @@ mod tests {
     fn a_switch_that_changes_nothing_is_named() {
         let rows = data::for_seed("003").unwrap();
         let b = summarize(&[0.5, 0.6], Better::Lower);
-        let find = |_: &'static str, _: &str| {
+        let find = |_: &'static str, _: &str, _: &str| {
             Some(Cell {
                 base: b.clone(),
                 var: b.clone(),
