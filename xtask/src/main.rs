@@ -201,22 +201,15 @@ fn seed_cmd(seed: Option<&str>, full: bool, extra: &[String]) -> Result<i32> {
     let Some(seed) = seed else {
         for r in xtask::seeds::RECIPES {
             println!("seed {}: {}", r.seed, r.title);
-            for p in r.parts {
-                println!(
-                    "    {}: cargo xtask compare {}",
-                    p.name,
-                    xtask::seeds::part_words(r, p, false).join(" ")
-                );
+            for (form, full) in [("quick", false), ("full", true)] {
+                for p in r.parts {
+                    println!(
+                        "    {form} {}: cargo xtask compare {}",
+                        p.name,
+                        xtask::seeds::part_words(r, p, full).join(" ")
+                    );
+                }
             }
-            println!(
-                "    --full: {} {}",
-                r.full.join(" "),
-                r.parts
-                    .iter()
-                    .map(|p| p.full.join(" "))
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            );
         }
         return Ok(0);
     };
