@@ -25,16 +25,18 @@ pub enum Cmd {
     /// Run an experiment several times with a baseline and a variant scheduler
     /// configuration and print an mmtests compare-kernels table.
     Compare(Box<CompareArgs>),
-    /// Re-run a seed LKML thread's argument as a comparison: its benchmark
-    /// shape with the heuristic off (baseline) and on (variant). No seed:
-    /// list them. Extra options go to `compare` (e.g. --runs 10 --icount 3).
+    /// Re-run a seed LKML thread's argument as comparisons (its benchmark
+    /// shapes, the heuristic off vs on) and print the thread's published
+    /// numbers next to schedlab's with a verdict per row. No seed: list
+    /// them. Extra options go to `compare` (e.g. --runs 10 --icount 3).
     Seed {
         /// Seed number (000-004).
         seed: Option<String>,
         /// On the seed's own machine (larger, slower) instead of a small one.
         #[arg(long)]
         full: bool,
-        /// Further `compare` options.
+        /// Further `compare` options; `--part NAME` (repeatable) runs only
+        /// those parts of the recipe (`cargo xtask seed` lists them).
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         extra: Vec<String>,
     },
@@ -189,6 +191,15 @@ pub struct CompareArgs {
     /// Pick policy of the variant, cfs or eevdf (replacing --pick).
     #[arg(long, value_name = "PICK")]
     pub variant_pick: Option<String>,
+    /// Experiment argument of the variant, KEY=VALUE (repeatable; replaces the
+    /// baseline's --arg KEY), e.g. --arg placement=unbound --variant-arg
+    /// placement=stacked.
+    #[arg(long = "variant-arg", value_name = "KEY=VALUE")]
+    pub variant_args: Vec<String>,
+    /// What to compare instead of the experiment's main metric (hackbench:
+    /// `migrations`, total / within a package / across packages).
+    #[arg(long, value_name = "NAME")]
+    pub metric: Option<String>,
     /// Runs per configuration (and per sweep value).
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub runs: u32,

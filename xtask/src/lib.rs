@@ -13,6 +13,8 @@
 //! - [`trace`]: the kernel's scheduler trace as a Chrome/Perfetto timeline
 //! - [`seeds`]: the seed threads' comparisons as one command each
 //! - [`compare`]: baseline-vs-variant runs and the mmtests compare-kernels table
+//! - [`published`]: the seeds' published numbers, their mapping and verdicts
+//! - [`seedrun`]: `cargo xtask seed N`: the recipe's comparisons and the verdict table
 
 pub mod build;
 pub mod cleanup;
@@ -24,9 +26,11 @@ pub mod outcome;
 pub mod preflight;
 pub mod prereq;
 pub mod preset;
+pub mod published;
 pub mod qemu;
 pub mod report;
 pub mod runner;
+pub mod seedrun;
 pub mod seeds;
 pub mod simrun;
 pub mod symbolize;

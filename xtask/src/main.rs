@@ -195,23 +195,25 @@ fn write_trace(path: &std::path::Path, records: &[serde_json::Value]) -> Result<
     Ok(())
 }
 
-/// `cargo xtask seed [N]`: list the recipes, or run one as a comparison.
+/// `cargo xtask seed [N]`: list the recipes, or run one and judge it
+/// against the seed's published numbers.
 fn seed_cmd(seed: Option<&str>, full: bool, extra: &[String]) -> Result<i32> {
     let Some(seed) = seed else {
         for r in xtask::seeds::RECIPES {
             println!("seed {}: {}", r.seed, r.title);
-            println!(
-                "    cargo xtask compare {} {}",
-                r.args.join(" "),
-                r.quick.join(" ")
-            );
-            println!("    --full: {}", r.full.join(" "));
+            for (form, full) in [("quick", false), ("full", true)] {
+                for p in r.parts {
+                    println!(
+                        "    {form} {}: cargo xtask compare {}",
+                        p.name,
+                        xtask::seeds::part_words(r, p, full).join(" ")
+                    );
+                }
+            }
         }
         return Ok(0);
     };
-    let (recipe, args) = xtask::seeds::compare_args(seed, full, extra)?;
-    println!("seed {}: {}", recipe.seed, recipe.title);
-    xtask::compare::run(&args)
+    xtask::seedrun::run(seed, full, extra)
 }
 
 /// The `perf sched latency`-style table of a traced run (largest delays first).

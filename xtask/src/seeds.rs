@@ -1,144 +1,325 @@
 //! `cargo xtask seed N`: re-run the argument of one of the seed LKML threads
-//! (`../shared/seeds/`) as a schedlab comparison — the thread's benchmark
-//! shape, the heuristic switched off (baseline) and on (variant), on a small
+//! (`../shared/seeds/`) as schedlab comparisons — the thread's benchmark
+//! shapes, the heuristic off (baseline) and on (variant), or for seed 004
+//! the placements Galbraith pinned against the unbound one — on a small
 //! machine by default or on the seed's own machine with `--full`.
 //!
-//! Each recipe is a `cargo xtask compare` command line, so it goes through
-//! exactly the same validation and code as a hand-typed comparison.
+//! A recipe has one or more parts; each part is a `cargo xtask compare`
+//! command line, so it goes through exactly the same validation and code as
+//! a hand-typed comparison. Parts exist because `compare` sweeps one
+//! argument and a seed's table varies two (hackbench transport × groups,
+//! netperf test × placement). `crate::published::mapping` names, for each
+//! published row, the part and sweep value that reproduce it.
 
 use anyhow::{Result, bail};
 use clap::Parser;
 
 use crate::cli::{Cli, Cmd, CompareArgs};
 
-/// One seed's comparison.
+/// One `compare` command line of a recipe.
+pub struct Part {
+    /// The part's name, as the mapping refers to it (e.g. "threads-pipe").
+    pub name: &'static str,
+    /// `compare` arguments of both forms.
+    pub args: &'static [&'static str],
+    /// Added in the quick form (e.g. the sweep scaled to the small machine).
+    pub quick: &'static [&'static str],
+    /// Added in the full form.
+    pub full: &'static [&'static str],
+}
+
+/// One seed's comparisons.
 pub struct Recipe {
     pub seed: &'static str,
     pub title: &'static str,
-    /// `compare` arguments shared by the quick and the full form.
-    pub args: &'static [&'static str],
+    pub parts: &'static [Part],
     /// Machine of the quick form.
     pub quick: &'static [&'static str],
-    /// The seed's own machine (and larger parameters).
+    /// The machine the seed's numbers come from (or its closest preset).
     pub full: &'static [&'static str],
+}
+
+/// Seed 001's hackbench: 48 tasks per group as Aubrey Li ran it.
+macro_rules! hackbench_001 {
+    ($transport:literal) => {
+        &[
+            "--experiment",
+            "hackbench",
+            "--variant-features",
+            "IDLE_CORE_HINT,IDLE_ACCT_ENTRY",
+            "--arg",
+            "fds=24",
+            "--arg",
+            "loops=50",
+            "--arg",
+            $transport,
+            "--sweep",
+            "groups=1,2,3,4,8",
+        ]
+    };
+}
+
+/// Seed 004: one netperf pair, unbound (baseline) vs pinned (variant).
+macro_rules! netperf_004 {
+    ($placement:literal) => {
+        &[
+            "--experiment",
+            "netperf",
+            "--arg",
+            "pairs=1",
+            "--arg",
+            "duration_ms=500",
+            "--arg",
+            "placement=unbound",
+            "--variant-arg",
+            $placement,
+            "--sweep",
+            "test=TCP_RR,TCP_STREAM",
+        ]
+    };
 }
 
 /// The five seeds.
 pub const RECIPES: &[Recipe] = &[
     Recipe {
         seed: "000",
-        title: "Lawall: wake_affine should prefer an idle prev_cpu (NAS, 160-thread Xeon)",
-        args: &[
-            "--experiment",
-            "nas",
-            "--features",
-            "NO_WA_IDLE_PREV",
-            "--variant-features",
-            "WA_IDLE_PREV",
-            "--arg",
-            "phases=40",
-            "--arg",
-            "imbalance_pct=20",
-        ],
+        title: "Lawall: wake_affine should prefer an idle prev_cpu (NAS, 160-thread Xeon; 4 ms kworkers in passive mode)",
+        parts: &[Part {
+            name: "team",
+            args: &[
+                "--experiment",
+                "nas",
+                "--features",
+                "NO_WA_IDLE_PREV",
+                "--variant-features",
+                "WA_IDLE_PREV",
+                "--arg",
+                "phases=40",
+                "--arg",
+                "imbalance_pct=20",
+                // 0: intel_pstate (active); 4000: intel_cpufreq's kworkers.
+                "--sweep",
+                "kworker_period_us=0,4000",
+            ],
+            quick: &[],
+            full: &[],
+        }],
         quick: &["--topology", "default"],
         full: &["--topology", "xeon-e7-8870v4"],
     },
     Recipe {
         seed: "001",
-        title: "Srikar: idle-core hint and busy-CPU accounting at idle entry (hackbench)",
-        args: &[
-            "--experiment",
-            "hackbench",
-            "--variant-features",
-            "IDLE_CORE_HINT,IDLE_ACCT_ENTRY",
-            "--arg",
-            "fds=10",
-            "--arg",
-            "loops=50",
-            "--sweep",
-            "groups=1,2,4",
+        title: "Srikar v3: idle-core hint and busy-CPU accounting at idle entry (hackbench, netperf; Aubrey Li's 192-CPU box)",
+        parts: &[
+            Part {
+                name: "threads-sockets",
+                args: hackbench_001!("transport=socket"),
+                quick: &[],
+                full: &[],
+            },
+            Part {
+                name: "threads-pipe",
+                args: hackbench_001!("transport=pipe"),
+                quick: &[],
+                full: &[],
+            },
+            Part {
+                name: "TCP_RR",
+                args: &[
+                    "--experiment",
+                    "netperf",
+                    "--variant-features",
+                    "IDLE_CORE_HINT,IDLE_ACCT_ENTRY",
+                    "--arg",
+                    "test=TCP_RR",
+                    "--arg",
+                    "duration_ms=200",
+                ],
+                // 0.25x to 2x the CPUs, as 48..384 threads on 192 CPUs.
+                quick: &["--sweep", "pairs=2,4,6,8,16"],
+                full: &["--sweep", "pairs=48,96,144,192,384"],
+            },
         ],
         quick: &["--topology", "default"],
-        full: &["--topology", "2n48-llc24"],
+        full: &["--topology", "4n192-llc48"],
     },
     Recipe {
         seed: "002",
-        title: "Guittot: blocked load in find_idlest_group for fork-heavy hackbench",
-        args: &[
-            "--experiment",
-            "hackbench",
-            "--features",
-            "RUNNABLE_LOAD,NO_IDLEST_BLOCKED",
-            "--variant-features",
-            "RUNNABLE_LOAD,IDLEST_BLOCKED",
-            "--arg",
-            "fds=10",
-            "--arg",
-            "loops=50",
-            "--sweep",
-            "groups=1,4",
+        title: "Guittot: blocked load in find_idlest_group (hackbench -P -g 1 on Hikey; Fleming's -pipe 30 process 1000 on 2s8)",
+        parts: &[
+            Part {
+                name: "sockets",
+                args: &[
+                    "--experiment",
+                    "hackbench",
+                    "--features",
+                    "RUNNABLE_LOAD,NO_IDLEST_BLOCKED",
+                    "--variant-features",
+                    "RUNNABLE_LOAD,IDLEST_BLOCKED",
+                    "--arg",
+                    "transport=socket",
+                    "--arg",
+                    "fds=20",
+                    "--arg",
+                    "loops=100",
+                    "--sweep",
+                    "groups=1",
+                ],
+                quick: &[],
+                full: &[],
+            },
+            Part {
+                name: "pipe",
+                args: &[
+                    "--experiment",
+                    "hackbench",
+                    "--features",
+                    "RUNNABLE_LOAD,NO_IDLEST_BLOCKED",
+                    "--variant-features",
+                    "RUNNABLE_LOAD,IDLEST_BLOCKED",
+                    "--arg",
+                    "transport=pipe",
+                    "--arg",
+                    "fds=20",
+                    "--sweep",
+                    "groups=30",
+                ],
+                quick: &["--arg", "loops=50"],
+                full: &["--arg", "loops=1000"],
+            },
+            Part {
+                name: "pipe-migrations",
+                args: &[
+                    "--experiment",
+                    "hackbench",
+                    "--features",
+                    "RUNNABLE_LOAD,NO_IDLEST_BLOCKED",
+                    "--variant-features",
+                    "RUNNABLE_LOAD,IDLEST_BLOCKED",
+                    "--arg",
+                    "transport=pipe",
+                    "--arg",
+                    "fds=20",
+                    "--sweep",
+                    "groups=30",
+                    "--metric",
+                    "migrations",
+                ],
+                quick: &["--arg", "loops=50"],
+                full: &["--arg", "loops=1000"],
+            },
         ],
         quick: &["--topology", "2s8-nosmt"],
-        full: &["--topology", "2s48-smt"],
+        full: &["--topology", "2s8-nosmt"],
     },
     Recipe {
         seed: "003",
-        title: "Gorman: heavy wakers lend wakee flips (hackbench)",
-        args: &[
-            "--experiment",
-            "hackbench",
-            "--variant-features",
-            "WAKE_WIDE_HEAVY",
-            "--arg",
-            "fds=10",
-            "--arg",
-            "loops=50",
-            "--sweep",
-            "groups=1,2,4",
-        ],
+        title: "Gorman: heavy wakers lend wakee flips (mmtests hackbench-process-pipes)",
+        parts: &[Part {
+            name: "pipes",
+            args: &[
+                "--experiment",
+                "hackbench",
+                "--variant-features",
+                "WAKE_WIDE_HEAVY",
+                "--arg",
+                "fds=20",
+                "--arg",
+                "loops=20",
+                "--arg",
+                "transport=pipe",
+            ],
+            quick: &["--sweep", "groups=1,4,7,12,21,30,48"],
+            // mmtests' group stride up to schedlab's 8192-thread limit.
+            full: &["--sweep", "groups=1,4,7,12,21,30,48,79,110,141,172,203"],
+        }],
         quick: &["--topology", "default"],
         full: &["--topology", "2s48-smt"],
     },
     Recipe {
         seed: "004",
-        title: "Galbraith: netperf TCP_RR pairs stacked on the waker's CPU vs normal placement",
-        args: &[
-            "--experiment",
-            "netperf",
-            "--variant-features",
-            "WAKEE_STACKED",
-            "--arg",
-            "duration_ms=500",
-            "--sweep",
-            "pairs=1,4,8",
+        title: "Galbraith: netperf pinned stacked / cross-smt / cross-core vs unbound (one pair)",
+        parts: &[
+            Part {
+                name: "stacked",
+                args: netperf_004!("placement=stacked"),
+                quick: &[],
+                full: &[],
+            },
+            Part {
+                name: "cross-smt",
+                args: netperf_004!("placement=cross-smt"),
+                quick: &[],
+                full: &[],
+            },
+            Part {
+                name: "cross-core",
+                args: netperf_004!("placement=cross-core"),
+                quick: &[],
+                full: &[],
+            },
         ],
         quick: &["--topology", "default"],
         full: &["--topology", "2s48-smt"],
     },
 ];
 
-/// The `compare` options of `seed`, quick or full, plus the user's extra
-/// options (e.g. `--runs 10 --icount 3 --plot x.svg`).
+/// The recipe of `seed`, or an error naming the known ones.
+pub fn recipe(seed: &str) -> Result<&'static Recipe> {
+    match RECIPES.iter().find(|r| r.seed == seed) {
+        Some(r) => Ok(r),
+        None => {
+            let known: Vec<&str> = RECIPES.iter().map(|r| r.seed).collect();
+            bail!("no seed '{seed}' (known: {})", known.join(", "))
+        }
+    }
+}
+
+/// The `compare` arguments of one part, quick or full, as words (for
+/// listing and parsing).
+pub fn part_words(r: &Recipe, p: &Part, full: bool) -> Vec<&'static str> {
+    let (extra, machine) = if full {
+        (p.full, r.full)
+    } else {
+        (p.quick, r.quick)
+    };
+    p.args.iter().chain(extra).chain(machine).copied().collect()
+}
+
+/// The `compare` options of every part of `seed`, quick or full, plus the
+/// user's extra options (e.g. `--runs 10 --results x.jsonl`).
 pub fn compare_args(
     seed: &str,
     full: bool,
     extra: &[String],
-) -> Result<(&'static Recipe, CompareArgs)> {
-    let Some(r) = RECIPES.iter().find(|r| r.seed == seed) else {
-        let known: Vec<&str> = RECIPES.iter().map(|r| r.seed).collect();
-        bail!("no seed '{seed}' (known: {})", known.join(", "));
-    };
-    let machine = if full { r.full } else { r.quick };
-    let argv = ["cargo xtask", "compare"]
-        .into_iter()
-        .map(String::from)
-        .chain(r.args.iter().chain(machine).map(|s| s.to_string()))
-        .chain(extra.iter().cloned());
-    let cli = Cli::try_parse_from(argv).map_err(|e| anyhow::anyhow!("seed {seed}: {e}"))?;
-    match cli.command {
-        Cmd::Compare(a) => Ok((r, *a)),
-        _ => unreachable!("a compare command line"),
+) -> Result<(&'static Recipe, Vec<(&'static Part, CompareArgs)>)> {
+    let r = recipe(seed)?;
+    let mut parts = Vec::new();
+    for p in r.parts {
+        let argv = ["cargo xtask", "compare"]
+            .into_iter()
+            .map(String::from)
+            .chain(part_words(r, p, full).into_iter().map(String::from))
+            .chain(extra.iter().cloned());
+        let cli = Cli::try_parse_from(argv)
+            .map_err(|e| anyhow::anyhow!("seed {seed} part {}: {e}", p.name))?;
+        match cli.command {
+            Cmd::Compare(a) => parts.push((p, *a)),
+            _ => unreachable!("a compare command line"),
+        }
     }
+    Ok((r, parts))
+}
+
+/// The sweep values of a part in one form (empty: no sweep).
+pub fn sweep_values(r: &Recipe, p: &Part, full: bool) -> Vec<&'static str> {
+    let words = part_words(r, p, full);
+    words
+        .windows(2)
+        .find(|w| w[0] == "--sweep")
+        .and_then(|w| w[1].split_once('='))
+        .map(|(_, vs)| vs.split(',').collect())
+        .unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -149,19 +330,37 @@ mod tests {
     fn every_recipe_is_a_valid_comparison() {
         for r in RECIPES {
             for full in [false, true] {
-                let (_, a) = compare_args(r.seed, full, &["--runs".into(), "2".into()]).unwrap();
-                assert_eq!(a.runs, 2);
-                a.run.boot_config().unwrap();
-                a.run.qemu().unwrap();
-                assert!(
-                    a.variant_features.is_some(),
-                    "seed {} switches a heuristic",
-                    r.seed
-                );
-                crate::compare::metrics::for_experiment(&a.run.experiment).unwrap();
+                let (_, parts) =
+                    compare_args(r.seed, full, &["--runs".into(), "2".into()]).unwrap();
+                assert_eq!(parts.len(), r.parts.len());
+                for (p, a) in parts {
+                    assert_eq!(a.runs, 2);
+                    a.run.boot_config().unwrap();
+                    a.run.qemu().unwrap();
+                    assert!(
+                        a.variant_features.is_some() || !a.variant_args.is_empty(),
+                        "seed {} part {} changes something",
+                        r.seed,
+                        p.name
+                    );
+                    assert!(!sweep_values(r, p, full).is_empty(), "{} sweeps", p.name);
+                    crate::compare::metrics::for_experiment_metric(
+                        &a.run.experiment,
+                        a.metric.as_deref(),
+                    )
+                    .unwrap();
+                }
             }
         }
         assert!(compare_args("999", false, &[]).is_err());
         assert!(compare_args("000", false, &["--bogus".into()]).is_err());
+    }
+
+    #[test]
+    fn sweep_values_follow_the_form() {
+        let r = recipe("001").unwrap();
+        let p = r.parts.iter().find(|p| p.name == "TCP_RR").unwrap();
+        assert_eq!(sweep_values(r, p, false), ["2", "4", "6", "8", "16"]);
+        assert_eq!(sweep_values(r, p, true), ["48", "96", "144", "192", "384"]);
     }
 }

@@ -28,6 +28,54 @@ fn record<'a>(r: &'a RunResult, kind: &str) -> Result<&'a Value> {
         .with_context(|| format!("the run produced no '{kind}' record"))
 }
 
+/// Migration counts of a hackbench run's timed interval, summed over every
+/// reason (wakeup, balance, newidle, active, fork, exec), split as Fleming
+/// split them in seed 002: within a package (`cross-MC`: SMT siblings,
+/// same LLC, other LLC of the package) and across packages (`cross-DIE`).
+fn hackbench_migrations(r: &RunResult) -> Result<Values> {
+    let h = record(r, "hackbench")?;
+    let m = &h["sched"]["migrations"];
+    let reasons = m
+        .as_object()
+        .context("hackbench record without sched.migrations")?;
+    let sum = |keys: &[&str]| -> f64 {
+        reasons
+            .values()
+            .filter(|v| v.is_object())
+            .map(|v| {
+                keys.iter()
+                    .map(|k| v[*k].as_u64().unwrap_or(0))
+                    .sum::<u64>()
+            })
+            .sum::<u64>() as f64
+    };
+    let within = sum(&["smt_sibling", "same_llc", "other_llc_same_package"]);
+    let across = sum(&["other_package_same_node", "other_node"]);
+    Ok(vec![
+        ("total".into(), within + across),
+        ("cross-MC".into(), within),
+        ("cross-DIE".into(), across),
+    ])
+}
+
+/// The metric `name` of `experiment` (None: its main metric, see
+/// [`for_experiment`]); `hackbench` also has `migrations`.
+pub fn for_experiment_metric(experiment: &str, name: Option<&str>) -> Result<Metric> {
+    match (experiment, name) {
+        (_, None) => for_experiment(experiment),
+        ("hackbench", Some("migrations")) => Ok(Metric {
+            unit: "migrations in the timed interval",
+            better: Better::Lower,
+            decimals: 0,
+            extract: hackbench_migrations,
+            title: |_| "hackbench-migrations".into(),
+        }),
+        (e, Some(n)) => bail!(
+            "--metric {n}: experiment '{e}' has no such metric (hackbench: migrations; default: the experiment's main metric)"
+        ),
+    }
+}
+
 /// The metric of `experiment`, or an error naming the ones that have one.
 pub fn for_experiment(experiment: &str) -> Result<Metric> {
     Ok(match experiment {
@@ -147,4 +195,48 @@ pub fn for_experiment(experiment: &str) -> Result<Metric> {
             "experiment '{other}' has no comparison metric (compare supports hackbench, schbench, netperf, nas, latency, stress)"
         ),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::outcome::Outcome;
+
+    #[test]
+    fn hackbench_migrations_split_by_package() {
+        // wakeup: 3 same_llc + 2 other_package_same_node; balance: 1
+        // smt_sibling + 4 other_node; same_cpu is not a migration. By hand:
+        // within = 3 + 1 = 4, across = 2 + 4 = 6, total 10.
+        let z = serde_json::json!({"same_cpu": 7, "smt_sibling": 0, "same_llc": 0,
+            "other_llc_same_package": 0, "other_package_same_node": 0, "other_node": 0});
+        let mut wakeup = z.clone();
+        wakeup["same_llc"] = 3.into();
+        wakeup["other_package_same_node"] = 2.into();
+        let mut balance = z.clone();
+        balance["smt_sibling"] = 1.into();
+        balance["other_node"] = 4.into();
+        let rec = serde_json::json!({"type": "hackbench", "sched": {"migrations": {
+            "total": 10, "wakeup": wakeup, "balance": balance, "newidle": z}}});
+        let r = RunResult {
+            outcome: Outcome::Success,
+            records: vec![rec],
+            log: vec![],
+            bad_records: vec![],
+            stderr: String::new(),
+            wall: std::time::Duration::ZERO,
+        };
+        let m = for_experiment_metric("hackbench", Some("migrations")).unwrap();
+        assert_eq!(m.better, Better::Lower);
+        let v = (m.extract)(&r).unwrap();
+        assert_eq!(
+            v,
+            vec![
+                ("total".to_string(), 10.0),
+                ("cross-MC".to_string(), 4.0),
+                ("cross-DIE".to_string(), 6.0)
+            ]
+        );
+        assert!(for_experiment_metric("netperf", Some("migrations")).is_err());
+        assert!(for_experiment_metric("hackbench", None).is_ok());
+    }
 }

@@ -71,7 +71,7 @@ pub fn measure(args: &CompareArgs, launcher: Option<&Launcher>) -> Result<Table>
     if args.run.trace.is_some() {
         bail!("--trace records one run: use it with `cargo xtask run`, not compare");
     }
-    let metric = metrics::for_experiment(&args.run.experiment)?;
+    let metric = metrics::for_experiment_metric(&args.run.experiment, args.metric.as_deref())?;
     let base_run = args.run.clone();
     let mut var_run = args.run.clone();
     if let Some(f) = &args.variant_features {
@@ -83,21 +83,22 @@ pub fn measure(args: &CompareArgs, launcher: Option<&Launcher>) -> Result<Table>
     if let Some(p) = &args.variant_pick {
         var_run.pick = p.clone();
     }
-    let describe = |r: &crate::cli::RunArgs| {
-        let mut s = format!("{} {}", r.policy, r.pick);
-        if !r.features.is_empty() {
-            s.push(' ');
-            s.push_str(&r.features);
+    let sweep = parse_sweep(args.sweep.as_deref())?;
+    for a in &args.variant_args {
+        let Some((k, v)) = a.split_once('=').filter(|(k, _)| !k.is_empty()) else {
+            bail!("--variant-arg {a}: expected KEY=VALUE");
+        };
+        if sweep.as_ref().is_some_and(|(s, _)| s == k) {
+            bail!("--variant-arg {a}: {k} is also the --sweep key, which sets it for both");
         }
-        s
-    };
-    let (bname, vname) = (describe(&base_run), describe(&var_run));
+        var_run = with_arg(&var_run, k, v);
+    }
+    let (bname, vname) = (describe(&base_run, &var_run), describe(&var_run, &base_run));
     if bname == vname {
         bail!(
-            "the variant is the baseline: give --variant-features, --variant-policy or --variant-pick"
+            "the variant is the baseline: give --variant-features, --variant-policy, --variant-pick or --variant-arg"
         );
     }
-    let sweep = parse_sweep(args.sweep.as_deref())?;
     // Validate every configuration before the first slow boot.
     if let Some((key, values)) = &sweep {
         for v in values {
@@ -222,6 +223,21 @@ pub fn measure(args: &CompareArgs, launcher: Option<&Launcher>) -> Result<Table>
         }
     }
     Ok(table)
+}
+
+/// A configuration's name: policy, pick, features, and the experiment
+/// arguments it does not share with `other` (so a `--variant-arg` shows).
+fn describe(r: &crate::cli::RunArgs, other: &crate::cli::RunArgs) -> String {
+    let mut s = format!("{} {}", r.policy, r.pick);
+    if !r.features.is_empty() {
+        s.push(' ');
+        s.push_str(&r.features);
+    }
+    for a in r.args.iter().filter(|a| !other.args.contains(a)) {
+        s.push(' ');
+        s.push_str(a);
+    }
+    s
 }
 
 fn with_arg(r: &crate::cli::RunArgs, key: &str, value: &str) -> crate::cli::RunArgs {
@@ -357,6 +373,7 @@ pub fn render(t: &Table, runs: u32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::Parser as _;
 
     #[test]
     fn sweep_is_parsed_and_checked() {
@@ -367,6 +384,74 @@ mod tests {
         assert!(parse_sweep(Some("groups")).is_err());
         assert!(parse_sweep(Some("groups=")).is_err());
         assert_eq!(parse_sweep(None).unwrap(), None);
+    }
+
+    fn compare_args(extra: &[&str]) -> CompareArgs {
+        let argv = [
+            "xtask",
+            "compare",
+            "--backend",
+            "sim",
+            "--experiment",
+            "netperf",
+        ]
+        .iter()
+        .chain(extra);
+        match crate::cli::Cli::try_parse_from(argv).unwrap().command {
+            crate::cli::Cmd::Compare(a) => *a,
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn variant_arg_changes_only_the_variant() {
+        let a = compare_args(&[
+            "--arg",
+            "pairs=1",
+            "--arg",
+            "duration_ms=10",
+            "--arg",
+            "placement=unbound",
+            "--variant-arg",
+            "placement=stacked",
+            "--sweep",
+            "test=TCP_RR,TCP_STREAM",
+            "--runs",
+            "1",
+        ]);
+        let t = measure(&a, None).unwrap();
+        assert_eq!(t.baseline_name, "fair cfs placement=unbound");
+        assert_eq!(t.variant_name, "fair cfs placement=stacked");
+        let ops: Vec<&str> = t.cells.iter().map(|(op, _, _)| op.as_str()).collect();
+        assert_eq!(ops, ["TCP_RR", "TCP_STREAM"]);
+    }
+
+    #[test]
+    fn variant_arg_is_checked() {
+        let e = |extra: &[&str]| match measure(&compare_args(extra), None) {
+            Ok(_) => panic!("{extra:?} accepted"),
+            Err(e) => format!("{e:#}"),
+        };
+        assert!(e(&["--variant-arg", "placement"]).contains("expected KEY=VALUE"));
+        assert!(
+            e(&[
+                "--variant-arg",
+                "test=TCP_RR",
+                "--sweep",
+                "test=TCP_RR,TCP_STREAM"
+            ])
+            .contains("also the --sweep key")
+        );
+        // Equal to the baseline's argument: the variant is the baseline.
+        assert!(
+            e(&[
+                "--arg",
+                "placement=stacked",
+                "--variant-arg",
+                "placement=stacked"
+            ])
+            .contains("the variant is the baseline")
+        );
     }
 
     #[test]
