@@ -45,7 +45,12 @@ fn bench_timeline(pick: PickPolicy, n: usize, iters: usize) -> f64 {
     let ids: Vec<TaskId> = (0..=n)
         .map(|i| tasks.alloc(|id| Task::new(id, (i % 7) as i32 - 3, TaskPolicy::Normal, 0)))
         .collect();
-    let base = cfs.min_vruntime;
+    // CFS enqueues without ENQUEUE_WAKEUP take a vruntime relative to
+    // min_vruntime (fork/migration renormalisation); EEVDF an absolute one.
+    let base = match pick {
+        PickPolicy::Cfs => 0,
+        PickPolicy::Eevdf => cfs.min_vruntime,
+    };
     for &id in &ids {
         let se = &mut tasks[id].se;
         se.vruntime = base + rng.next() % 10_000_000;

@@ -790,13 +790,14 @@ impl<'a> SchedCore<'a> {
         entity::dequeue_entity(&mut rq.cfs, &mut self.tasks, &cfg, p, flags, now);
     }
 
-    /// CFS (<= 6.5) keeps vruntime relative while in transit; re-express it
-    /// against the destination's min_vruntime.
-    fn renormalize_vruntime(&mut self, p: TaskId, from: CpuId, to: CpuId) {
+    /// `migrate_task_rq_fair()` for a waking task (CFS <= 6.5): its vruntime
+    /// becomes relative to the old queue's min_vruntime; `enqueue_entity`
+    /// (ENQUEUE_MIGRATED) adds the new queue's after its update_curr.
+    fn make_vruntime_relative(&mut self, p: TaskId, from: CpuId) {
         if self.cfg.pick == PickPolicy::Cfs {
-            let (a, b) = (self.min_vruntime(from), self.min_vruntime(to));
+            let a = self.min_vruntime(from);
             let se = &mut self.tasks[p].se;
-            se.vruntime = se.vruntime.wrapping_sub(a).wrapping_add(b);
+            se.vruntime = se.vruntime.wrapping_sub(a);
         }
     }
 
@@ -818,7 +819,7 @@ impl<'a> SchedCore<'a> {
         if from == to {
             return;
         }
-        self.renormalize_vruntime(p, from, to);
+        self.make_vruntime_relative(p, from);
         self.remove_entity_load_avg(p);
         self.note_migration(p, from, to, reason);
     }
@@ -873,7 +874,8 @@ impl<'a> SchedCore<'a> {
             },
             now,
         );
-        self.renormalize_vruntime(p, from, to);
+        // CFS: dequeue_entity made vruntime relative, enqueue_entity
+        // (ENQUEUE_MIGRATED) makes it absolute against `to`.
         self.note_migration(p, from, to, reason);
         self.tasks.rehome(p, to);
         let now_dst = self.update_rq_clock(to, now);
@@ -901,10 +903,11 @@ impl<'a> SchedCore<'a> {
     pub fn check_preempt_curr(&mut self, cpu: CpuId, p: TaskId, is_fork: bool, now: u64) -> bool {
         let cfg = self.cfg;
         let rq = &mut self.rqs[cpu];
+        let need_resched = rq.need_resched;
         let preempt = match rq.curr {
             None => true,
             Some(c) if c == p => false,
-            Some(_) if rq.need_resched => false,
+            // The class hook marks buddies first, then checks need_resched.
             Some(c) => match cfg.pick {
                 PickPolicy::Cfs => cfs::check_preempt_wakeup(
                     &mut rq.cfs,
@@ -913,6 +916,7 @@ impl<'a> SchedCore<'a> {
                     c,
                     p,
                     is_fork,
+                    need_resched,
                     now,
                 ),
                 PickPolicy::Eevdf => eevdf::check_preempt_wakeup(
@@ -922,6 +926,7 @@ impl<'a> SchedCore<'a> {
                     c,
                     p,
                     is_fork,
+                    need_resched,
                     now,
                 ),
             },

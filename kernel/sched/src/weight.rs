@@ -127,13 +127,44 @@ mod tests {
 
     #[test]
     fn wmult_table_is_inverse_of_weight_table() {
-        for i in 0..40 {
-            let w = u64::from(SCHED_PRIO_TO_WEIGHT[i]);
-            let exact = (1u64 << 32) as f64 / w as f64;
-            assert!(
-                (f64::from(SCHED_PRIO_TO_WMULT[i]) - exact).abs() <= 1.0,
-                "index {i}"
-            );
+        // Linux's sched_prio_to_wmult[] is 2^32 / weight rounded to nearest,
+        // except nice 13, 14, 16 and 17 (weights 56, 45, 29, 23), which the
+        // published table truncates. Exact equality, not within one.
+        for (i, (&w, &m)) in SCHED_PRIO_TO_WEIGHT
+            .iter()
+            .zip(&SCHED_PRIO_TO_WMULT)
+            .enumerate()
+        {
+            let (w, nice) = (u64::from(w), i as i32 + MIN_NICE);
+            let want = if [13, 14, 16, 17].contains(&nice) {
+                (1u64 << 32) / w
+            } else {
+                ((1u64 << 32) + w / 2) / w
+            };
+            assert_eq!(u64::from(m), want, "nice {nice}");
+        }
+    }
+
+    #[test]
+    fn calc_delta_matches_linux_fixed_point_exactly() {
+        // Linux __calc_delta(): inv = lw->inv_weight or 0xFFFFFFFF / W;
+        // fact = weight * inv, shifted right by fls(fact >> 32) (shift
+        // 32 - that); result = (delta * fact) >> shift (mul_u64_u32_shr).
+        // Values worked out by hand/bignum from that rule:
+        //  6e6 * 1024 / 3892: inv 1103537, fact 1130021888 -> 1578622
+        //  2^40 * 88761 / 15: inv 286331153, fact 25415...e12 >> 13 =
+        //    3102421810, shift 19 -> 6506250103685120
+        //  24e6 * 15 / 1e6: inv 4294, fact 64410 -> 359 (exact 360)
+        //  6e6 * 335 / 1359: inv 3160388, fact 1058729980 -> 1479028
+        let cases = [
+            (6_000_000u64, 1024u64, 3892u64, 1_578_622u64),
+            (1 << 40, 88761, 15, 6_506_250_103_685_120),
+            (24_000_000, 15, 1_000_000, 359),
+            (6_000_000, 335, 1024 + 335, 1_479_028),
+        ];
+        for (delta, w, sum, want) in cases {
+            let got = calc_delta(delta, w, &LoadWeight::from_weight(sum));
+            assert_eq!(got, want, "{delta} * {w} / {sum}");
         }
     }
 
@@ -173,12 +204,15 @@ mod tests {
     fn calc_delta_fair_scales_inversely_with_weight() {
         let nice0 = LoadWeight::from_nice(0);
         assert_eq!(calc_delta_fair(1_000_000, &nice0), 1_000_000);
+        // Linux __calc_delta with the table inverse: nice -5 (wmult
+        // 1376151): fact = 1024 * 1376151 = 1409178624, shift 32:
+        // 3121000 * fact >> 32 = 1023999. Nice 5 (wmult 12820798): fact =
+        // 13128497152 > 2^32, >> fls(3) = 2 -> 3282124288, shift 30:
+        // 335000 * fact >> 30 = 1024000.
         let heavy = LoadWeight::from_nice(-5); // 3121
-        let v = calc_delta_fair(3_121_000, &heavy);
-        assert!((1_023_990..=1_024_010).contains(&v), "{v}");
+        assert_eq!(calc_delta_fair(3_121_000, &heavy), 1_023_999);
         let light = LoadWeight::from_nice(5); // 335
-        let v = calc_delta_fair(335_000, &light);
-        assert!((1_023_990..=1_024_010).contains(&v), "{v}");
+        assert_eq!(calc_delta_fair(335_000, &light), 1_024_000);
     }
 
     #[test]

@@ -11,7 +11,7 @@ use core::sync::atomic::Ordering;
 use sched::{Start, TaskPolicy};
 
 use super::sched::{
-    THREADS, add_sleeper, core, current, on_this_cpu, reschedule, schedule_irqs_off, send_ipis,
+    THREADS, add_sleeper, core, current, on_this_cpu, schedule_irqs_off, send_ipis,
     set_task_thread, switch_to, this_cpu, thread_start, wake_irqs_off,
 };
 use super::thread::{Thread, ThreadState};
@@ -110,9 +110,18 @@ pub fn preempt_point() {
     }
 }
 
-/// Gives the CPU to another runnable thread, if the policy prefers one.
+/// `sched_yield()`: the core's `yield_task_fair` (CFS skip buddy / EEVDF
+/// deadline push, nothing for a lone task), then `schedule()`, as Linux's
+/// `do_sched_yield`.
 pub fn yield_now() {
-    reschedule();
+    let was_on = x86_64::instructions::interrupts::are_enabled();
+    x86_64::instructions::interrupts::disable();
+    let cpu = this_cpu();
+    core().yield_current(cpu, time::now_ns());
+    schedule_irqs_off(cpu);
+    if was_on {
+        x86_64::instructions::interrupts::enable();
+    }
 }
 
 /// Blocks the current thread until a wakeup (returns at once if a wakeup

@@ -393,17 +393,6 @@ pub(super) fn switch_to(cpu: usize, sw: sched::Switch) {
     finish_switch();
 }
 
-/// Reschedules this CPU from thread context (interrupts on or off), then
-/// restores the interrupt state.
-pub(super) fn reschedule() {
-    let was_on = x86_64::instructions::interrupts::are_enabled();
-    x86_64::instructions::interrupts::disable();
-    schedule_irqs_off(this_cpu());
-    if was_on {
-        x86_64::instructions::interrupts::enable();
-    }
-}
-
 /// Runs on the new context right after a switch: drops this CPU's reference
 /// to the previous thread, freeing its stack if it exited (its context was
 /// released by `switch_context` and no CPU will run it again).

@@ -109,7 +109,21 @@ pub fn wakeup_preempt_entity(
     0
 }
 
-/// `check_preempt_wakeup()` (CFS): should the waking `p` preempt `curr`?
+/// `set_next_buddy()` / `set_last_buddy()` (v5.11): a task with the idle
+/// policy is never made a buddy.
+pub fn set_buddy(slot: &mut Option<TaskId>, tasks: &impl Tasks, id: TaskId) {
+    if tasks[id].policy != TaskPolicy::Idle {
+        *slot = Some(id);
+    }
+}
+
+/// `check_preempt_wakeup()` (CFS, v5.11): should the waking `p` preempt
+/// `curr`? Linux's order: next-buddy mark (NEXT_BUDDY, scale, not a fork),
+/// then return if curr already has `need_resched`, then an idle-policy curr
+/// is preempted by a non-idle wakee, non-normal wakees never preempt,
+/// `wakeup_preempt_entity`; on preemption curr becomes the last buddy
+/// (LAST_BUDDY, scale, curr still queued; refused for idle-policy curr).
+#[allow(clippy::too_many_arguments)]
 pub fn check_preempt_wakeup(
     cfs: &mut CfsRq,
     tasks: &mut impl Tasks,
@@ -117,6 +131,7 @@ pub fn check_preempt_wakeup(
     curr: TaskId,
     p: TaskId,
     is_fork: bool,
+    need_resched: bool,
     now: u64,
 ) -> bool {
     if curr == p {
@@ -125,55 +140,60 @@ pub fn check_preempt_wakeup(
     let scale = u64::from(cfs.nr_running) >= cfg.tunables.nr_latency;
     let mut next_buddy_marked = false;
     if cfg.features.has(Feat::NextBuddy) && scale && !is_fork {
-        cfs.next = Some(p);
+        set_buddy(&mut cfs.next, tasks, p);
         next_buddy_marked = true;
     }
-    if tasks[curr].policy == TaskPolicy::Idle && tasks[p].policy != TaskPolicy::Idle {
-        return true;
-    }
-    if tasks[p].policy != TaskPolicy::Normal || !cfg.features.has(Feat::WakeupPreemption) {
+    if need_resched {
         return false;
     }
-    update_curr(cfs, tasks, cfg, now);
-    let (cv, pv) = (tasks[curr].se.vruntime, tasks[p].se.vruntime);
-    if wakeup_preempt_entity(cfg, cv, pv, &tasks[p].se.load) == 1 {
+    let idle_curr = tasks[curr].policy == TaskPolicy::Idle;
+    if !(idle_curr && tasks[p].policy != TaskPolicy::Idle) {
+        if tasks[p].policy != TaskPolicy::Normal || !cfg.features.has(Feat::WakeupPreemption) {
+            return false;
+        }
+        update_curr(cfs, tasks, cfg, now);
+        let (cv, pv) = (tasks[curr].se.vruntime, tasks[p].se.vruntime);
+        if wakeup_preempt_entity(cfg, cv, pv, &tasks[p].se.load) != 1 {
+            return false;
+        }
         if !next_buddy_marked {
-            cfs.next = Some(p);
+            set_buddy(&mut cfs.next, tasks, p);
         }
-        if cfg.features.has(Feat::LastBuddy) && scale && tasks[curr].se.on_rq {
-            cfs.last = Some(curr);
-        }
-        return true;
     }
-    false
+    // preempt:
+    if tasks[curr].se.on_rq && cfg.features.has(Feat::LastBuddy) && scale {
+        set_buddy(&mut cfs.last, tasks, curr);
+    }
+    true
 }
 
-/// `yield_task_fair()` (CFS): mark curr as the skip buddy.
+/// `yield_task_fair()` (CFS, v5.11), last step: mark curr as the skip
+/// buddy (`set_skip_buddy`). The lone-task return, `clear_buddies` and
+/// `update_curr` are done by the caller (`Scheduler::yield_current`).
 pub fn yield_task(cfs: &mut CfsRq, curr: TaskId) {
-    if cfs.nr_running > 1 {
-        cfs.skip = Some(curr);
-    }
+    cfs.skip = Some(curr);
 }
 
-/// `pick_next_entity()` (CFS, curr already put back): leftmost, unless a
-/// next/last buddy is not too far right of it.
+/// `pick_next_entity()` (CFS v5.11, curr already put back): the leftmost
+/// entity; a yielding (skip) leftmost gives way to the runner-up if that is
+/// not too far right; then, as in Linux, the last buddy and above it the
+/// next buddy override that choice if they are not too far right of the
+/// leftmost (`wakeup_preempt_entity(buddy, left) < 1`), also after a skip.
 pub fn pick_next_entity(cfs: &mut CfsRq, tasks: &impl Tasks, cfg: &SchedConfig) -> Option<TaskId> {
     let (left_v, left) = cfs.timeline.first()?;
+    let left_load = &tasks[left].se.load;
     let mut se = left;
-    // A yielding task is skipped if the runner-up is not too far right.
     if cfs.skip == Some(left)
         && let Some((second_v, second)) = cfs.timeline.next_after(left_v, left)
-        && wakeup_preempt_entity(cfg, second_v, left_v, &tasks[left].se.load) < 1
+        && wakeup_preempt_entity(cfg, second_v, left_v, left_load) < 1
     {
         se = second;
     }
     let buddy_ok = |b: TaskId| {
         let bse = &tasks[b].se;
-        bse.on_rq && wakeup_preempt_entity(cfg, bse.vruntime, left_v, &tasks[left].se.load) < 1
+        bse.on_rq && wakeup_preempt_entity(cfg, bse.vruntime, left_v, left_load) < 1
     };
-    if se != left {
-        // Skipped the yielding leftmost: buddies do not override that.
-    } else if let Some(n) = cfs.next.filter(|&n| buddy_ok(n)) {
+    if let Some(n) = cfs.next.filter(|&n| buddy_ok(n)) {
         se = n;
     } else if let Some(l) = cfs.last.filter(|&l| buddy_ok(l)) {
         se = l;

@@ -70,7 +70,9 @@ fn protected(se: &SchedEntity) -> bool {
     se.vprot == Some(se.deadline)
 }
 
-/// `yield_task_fair()` (EEVDF): push curr's deadline back by one request.
+/// `yield_task_fair()` (EEVDF, 6.6-6.16), last step: push curr's deadline
+/// back by one request. The lone-task return, `clear_buddies` and
+/// `update_curr` are done by the caller (`Scheduler::yield_current`).
 pub fn yield_task(se: &mut SchedEntity) {
     se.deadline += calc_delta_fair(se.slice, &se.load);
     se.vprot = None;
@@ -129,7 +131,11 @@ pub fn pick_next_entity(cfs: &mut CfsRq, tasks: &impl Tasks, cfg: &SchedConfig) 
     se
 }
 
-/// `check_preempt_wakeup_fair()` (EEVDF): should waking `p` preempt `curr`?
+/// `check_preempt_wakeup_fair()` (EEVDF, 6.15): should waking `p` preempt
+/// `curr`? Linux's order: next-buddy mark (NEXT_BUDDY, not a fork, never an
+/// idle-policy wakee), then return if curr already has `need_resched`, then
+/// the idle-policy rules and `pick_eevdf() == p`.
+#[allow(clippy::too_many_arguments)]
 pub fn check_preempt_wakeup(
     cfs: &mut CfsRq,
     tasks: &mut impl Tasks,
@@ -137,13 +143,17 @@ pub fn check_preempt_wakeup(
     curr: TaskId,
     p: TaskId,
     is_fork: bool,
+    need_resched: bool,
     now: u64,
 ) -> bool {
     if curr == p {
         return false;
     }
     if cfg.features.has(Feat::NextBuddy) && !is_fork {
-        cfs.next = Some(p);
+        super::cfs::set_buddy(&mut cfs.next, tasks, p);
+    }
+    if need_resched {
+        return false;
     }
     if !cfg.features.has(Feat::WakeupPreemption) {
         return false;

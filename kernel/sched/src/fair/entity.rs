@@ -124,7 +124,7 @@ pub fn clear_buddies(cfs: &mut CfsRq, id: TaskId) {
     }
 }
 
-/// `enqueue_entity()`.
+/// `enqueue_entity()` (CFS: v5.11 renormalisation order; EEVDF: 6.15).
 pub fn enqueue_entity(
     cfs: &mut CfsRq,
     tasks: &mut impl Tasks,
@@ -133,7 +133,19 @@ pub fn enqueue_entity(
     flags: EnqueueFlags,
     now: u64,
 ) {
+    // CFS keeps vruntime relative to min_vruntime while a task is off a
+    // queue for a fork or migration (Linux's `renorm`): curr is renormalised
+    // before update_curr, anything else after, so it is placed at the
+    // current moment rather than in the past.
+    let renorm = cfg.pick == PickPolicy::Cfs && (!flags.wakeup || flags.migrated);
+    let is_curr = cfs.curr == Some(id);
+    if renorm && is_curr {
+        renormalise(cfs, tasks, id);
+    }
     update_curr(cfs, tasks, cfg, now);
+    if renorm && !is_curr {
+        renormalise(cfs, tasks, id);
+    }
     update_load_avg(cfs, tasks, id, now, PeltAction::Attach);
     match cfg.pick {
         PickPolicy::Eevdf => eevdf::place_entity(cfs, tasks, cfg, id, flags),
@@ -154,7 +166,9 @@ pub fn enqueue_entity(
     }
 }
 
-/// `dequeue_entity()`.
+/// `dequeue_entity()`. CFS, not a sleep (a migration): vruntime becomes
+/// relative to min_vruntime as in v5.11, between update_curr and the final
+/// update_min_vruntime.
 pub fn dequeue_entity(
     cfs: &mut CfsRq,
     tasks: &mut impl Tasks,
@@ -189,7 +203,21 @@ pub fn dequeue_entity(
     }
     tasks[id].se.on_rq = false;
     cfs.account_dequeue(tasks, id);
+    if cfg.pick == PickPolicy::Cfs && !flags.sleep {
+        // After update_curr (which may have moved min_vruntime if `id` held
+        // it back), before update_min_vruntime discounts `id`.
+        let se = &mut tasks[id].se;
+        se.vruntime = se.vruntime.wrapping_sub(cfs.min_vruntime);
+    }
     cfs.update_min_vruntime(cfg.pick, tasks);
+}
+
+/// CFS: make a relative vruntime absolute against this queue (the
+/// `se->vruntime += cfs_rq->min_vruntime` renorm step of v5.11
+/// `enqueue_entity()`).
+fn renormalise(cfs: &CfsRq, tasks: &mut impl Tasks, id: TaskId) {
+    let se = &mut tasks[id].se;
+    se.vruntime = se.vruntime.wrapping_add(cfs.min_vruntime);
 }
 
 /// `set_next_entity()`: take the picked entity out of the tree and make it curr.

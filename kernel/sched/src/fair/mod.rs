@@ -8,4 +8,6 @@ pub mod entity;
 pub mod timeline;
 
 #[cfg(test)]
+mod fidelity_tests;
+#[cfg(test)]
 mod tests;

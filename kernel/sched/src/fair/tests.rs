@@ -107,10 +107,33 @@ fn eevdf_avg_vruntime_and_eligibility() {
     assert!(q.vruntime_eligible(&a, base));
     assert!(q.vruntime_eligible(&a, base + 1_500));
     assert!(!q.vruntime_eligible(&a, base + 1_501));
-    // Rounding toward -inf for negative keys.
-    a[ids[0]].se.vruntime = base; // keys 0 and 3000: still exact
     q.update_min_vruntime(c.pick, &a);
     assert_eq!(q.min_vruntime, base);
+}
+
+#[test]
+fn eevdf_avg_vruntime_rounds_negative_keys_toward_minus_infinity() {
+    // Linux 6.15 avg_vruntime(): keys -3 and 0 (vruntime - min_vruntime),
+    // weights 1024 each: avg = -3 * 1024 = -3072, load = 2048; avg < 0 so
+    // avg -= load - 1 -> -5119; div_s64(-5119, 2048) = -2 (truncation).
+    // V = min_vruntime - 2 = floor(-1.5). Plain truncation would give -1.
+    // vruntime_eligible(): avg >= key * load: key -2: -3072 >= -4096 (yes),
+    // key -1: -3072 >= -2048 (no).
+    let c = cfg1(PickPolicy::Eevdf);
+    let (mut a, ids) = arena_with(&[0, 0]);
+    let mut q = CfsRq::default();
+    let base = q.min_vruntime;
+    a[ids[0]].se.vruntime = base - 3;
+    a[ids[1]].se.vruntime = base;
+    for &id in &ids {
+        a[id].se.on_rq = true;
+        q.account_enqueue(&a, id);
+        q.tree_insert(c.pick, &a, id);
+    }
+    assert_eq!(q.entity_key(a[ids[0]].se.vruntime), -3);
+    assert_eq!(q.avg_vruntime(&a), base - 2);
+    assert!(q.vruntime_eligible(&a, base - 2));
+    assert!(!q.vruntime_eligible(&a, base - 1));
 }
 
 #[test]
@@ -275,27 +298,34 @@ fn yield_lets_the_other_task_run() {
 
 #[test]
 fn eevdf_run_to_parity_protects_slice() {
+    // Linux 6.15 pick_eevdf(): curr a and queued b are both eligible (equal
+    // vruntime = V); b has the earlier deadline. With RUN_TO_PARITY and a's
+    // slice protected (protect_slice: set at set_next_entity, until its
+    // deadline moves) curr is returned; without the feature, or once the
+    // protection is gone, the earliest eligible deadline (b) wins.
+    let on = cfg1(PickPolicy::Eevdf);
+    let off = on.with_features("NO_RUN_TO_PARITY").unwrap();
+    let (mut a, ids) = arena_with(&[0, 0]);
+    let (cur, other) = (ids[0], ids[1]);
+    let mut q = CfsRq::default();
+    let base = q.min_vruntime;
+    for (id, deadline) in [(cur, base + 750_000), (other, base + 300_000)] {
+        a[id].se.vruntime = base;
+        a[id].se.deadline = deadline;
+        a[id].se.on_rq = true;
+        q.account_enqueue(&a, id);
+    }
+    q.tree_insert(on.pick, &a, other);
+    q.curr = Some(cur);
+    a[cur].se.vprot = Some(a[cur].se.deadline);
+    assert_eq!(eevdf::pick_eevdf(&q, &a, &on), Some(cur));
+    assert_eq!(eevdf::pick_eevdf(&q, &a, &off), Some(other));
+    a[cur].se.vprot = None;
+    assert_eq!(eevdf::pick_eevdf(&q, &a, &on), Some(other));
+    // Through the scheduler: set_next_entity protects the picked task.
     let s = sched(&spec(1, 1, 1, 1), PickPolicy::Eevdf, "");
-    let a = s.wake_up_new_task(None, 0, 0, TaskPolicy::Normal, 0).task;
+    let t = s.wake_up_new_task(None, 0, 0, TaskPolicy::Normal, 0).task;
     s.schedule(0, 0);
-    assert_eq!(s.current(0), Some(a));
-    // Run 100us then fork b: a is protected until its deadline.
-    let b = s
-        .wake_up_new_task(Some(a), 0, 0, TaskPolicy::Normal, 100_000)
-        .task;
-    let sw = s.schedule(0, 100_000);
-    assert_eq!(sw.next, Some(a));
-    let s2 = sched(&spec(1, 1, 1, 1), PickPolicy::Eevdf, "NO_RUN_TO_PARITY");
-    let a2 = s2.wake_up_new_task(None, 0, 0, TaskPolicy::Normal, 0).task;
-    s2.schedule(0, 0);
-    let b2 = s2
-        .wake_up_new_task(Some(a2), 0, 0, TaskPolicy::Normal, 400_000)
-        .task;
-    let sw2 = s2.schedule(0, 400_000);
-    assert_eq!(
-        sw2.next,
-        Some(b2),
-        "without RUN_TO_PARITY the earlier deadline wins"
-    );
-    let _ = b;
+    let se = s.task(t).se;
+    assert_eq!(se.vprot, Some(se.deadline));
 }

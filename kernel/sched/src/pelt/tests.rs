@@ -8,12 +8,12 @@ fn y() -> f64 {
 
 #[test]
 fn yn_inv_table_matches_formula() {
+    // Linux's generator (Documentation/scheduler/sched-pelt.c) prints
+    // (unsigned long)(((1UL << 32) - 1) * pow(y, n)) with y = 0.5^(1/32):
+    // exact equality, not within one.
     for (n, &v) in RUNNABLE_AVG_YN_INV.iter().enumerate() {
-        let want = (4294967295.0 * y().powi(n as i32)).floor();
-        assert!(
-            (f64::from(v) - want).abs() <= 1.0,
-            "n={n}: {v:#x} vs {want}"
-        );
+        let want = (4294967295.0 * y().powi(n as i32)).floor() as u64;
+        assert_eq!(u64::from(v), want, "n={n}: {v:#x} vs {want:#x}");
     }
 }
 

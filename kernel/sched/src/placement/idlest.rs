@@ -38,7 +38,27 @@ pub struct SgWakeupStats {
     pub avg_load: u64,
 }
 
-/// `update_sg_wakeup_stats(sd, group, sgs, p)`.
+/// `task_running_on_cpu(cpu, p)`: does `p` (queued or running, with PELT
+/// history) count in `cpu`'s nr_running?
+fn task_running_on_cpu(core: &SchedCore, cpu: CpuId, p: TaskId) -> bool {
+    let t = &core.tasks[p];
+    t.cpu == cpu && t.se.avg.last_update_time != 0 && t.se.on_rq
+}
+
+/// `idle_cpu_without(cpu, p)`: `cpu` would be idle without `p` (its curr is
+/// the idle task or `p`). Call only when nr_running without `p` is 0.
+/// schedlab has no remote-wakeup queue, so there is no ttwu_pending test.
+fn idle_cpu_without(core: &SchedCore, cpu: CpuId, p: TaskId) -> bool {
+    match core.rqs.get(cpu) {
+        Some(rq) => rq.curr.is_none_or(|c| c == p),
+        None => core.idle_cpu(cpu),
+    }
+}
+
+/// `update_sg_wakeup_stats(sd, group, sgs, p)` (Linux 6.15): like Linux,
+/// `p` is discounted from its own CPU's load, util, runnable, nr_running
+/// and idleness (`task_running_on_cpu`, `idle_cpu_without`), so an exec'ing
+/// task does not count against the CPU it runs on.
 pub fn update_sg_wakeup_stats(
     core: &SchedCore,
     pct: u32,
@@ -46,21 +66,15 @@ pub fn update_sg_wakeup_stats(
     p: TaskId,
 ) -> SgWakeupStats {
     let mut s = SgWakeupStats::default();
-    // Only p's own CPU can still count p's contribution.
-    let home = core.tasks[p].cpu;
     for cpu in span.iter() {
-        if cpu == home {
-            s.group_load += core.cpu_load_without(cpu, p);
-            s.group_util += core.cpu_util_without(cpu, p);
-            s.group_runnable += core.cpu_runnable_without(cpu, p);
-        } else {
-            s.group_load += core.cpu_load(cpu);
-            s.group_util += core.cpu_util(cpu);
-            s.group_runnable += core.cpu_runnable(cpu);
-        }
-        let nr = core.nr_running(cpu);
+        // The *_without helpers discount p only on its own CPU.
+        s.group_load += core.cpu_load_without(cpu, p);
+        s.group_util += core.cpu_util_without(cpu, p);
+        s.group_runnable += core.cpu_runnable_without(cpu, p);
+        let local = task_running_on_cpu(core, cpu, p);
+        let nr = core.nr_running(cpu) - u32::from(local);
         s.sum_nr_running += nr;
-        if nr == 0 && core.idle_cpu(cpu) {
+        if nr == 0 && idle_cpu_without(core, cpu, p) {
             s.idle_cpus += 1;
         }
         s.group_capacity += core.capacity_of(cpu);
@@ -177,7 +191,11 @@ pub fn find_idlest_group(
     Some(gi)
 }
 
-/// Pre-5.5 `find_idlest_group` keyed on runnable load (seed 002).
+/// Pre-5.5 `find_idlest_group` keyed on runnable load (seed 002). With
+/// IDLEST_BLOCKED this is the 4.11-5.4 rule: a group with significantly
+/// less runnable load sets both minima; a group whose runnable load is
+/// close but whose blocked-inclusive load is lower updates only
+/// `min_avg_load`. The spare-capacity shortcut of 4.13-5.4 is not modelled.
 fn find_idlest_group_legacy(core: &SchedCore, sd: &SchedDomain, this_cpu: CpuId) -> Option<usize> {
     let pct = u64::from(sd.imbalance_pct);
     let imbalance = 1024 * (pct - 100) / 100;
@@ -205,15 +223,19 @@ fn find_idlest_group_legacy(core: &SchedCore, sd: &SchedDomain, this_cpu: CpuId)
             (this_run, this_avg) = (run, avg);
             continue;
         }
-        let pick = if blocked_key {
-            min_run == u64::MAX
-                || min_run > run + imbalance
-                || (run < min_run + imbalance && 100 * min_avg > scale * avg)
-        } else {
-            run < min_run
-        };
-        if pick {
+        if !blocked_key {
+            if run < min_run {
+                (min_run, min_avg) = (run, avg);
+                idlest = Some(gi);
+            }
+        } else if min_run == u64::MAX || min_run > run + imbalance {
+            // Significantly less runnable load: new minimum of both keys.
             (min_run, min_avg) = (run, avg);
+            idlest = Some(gi);
+        } else if run < min_run + imbalance && 100 * min_avg > scale * avg {
+            // Runnable loads are close: Linux moves only min_avg_load; the
+            // minimum runnable load stays the reference for later groups.
+            min_avg = avg;
             idlest = Some(gi);
         }
     }

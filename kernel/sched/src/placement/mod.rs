@@ -13,6 +13,8 @@ pub mod sis;
 pub mod wake;
 
 #[cfg(test)]
+mod fidelity_tests;
+#[cfg(test)]
 mod seed_tests;
 #[cfg(test)]
 mod tests;

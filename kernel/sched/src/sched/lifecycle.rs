@@ -157,6 +157,10 @@ impl<P: SchedPolicy> Scheduler<P> {
                         .map_or(rq.cfs.min_vruntime, |q| c.tasks[q].se.vruntime);
                     c.tasks[p].se.vruntime = pv;
                     crate::fair::cfs::place_entity(&rq.cfs, &mut c.tasks, &cfg, p, true);
+                    // Relative until enqueue_entity (no ENQUEUE_WAKEUP) adds
+                    // the chosen queue's min_vruntime after its update_curr.
+                    let se = &mut c.tasks[p].se;
+                    se.vruntime = se.vruntime.wrapping_sub(rq.cfs.min_vruntime);
                 }
                 PickPolicy::Eevdf => {
                     let se = &mut c.tasks[p].se;
@@ -177,12 +181,6 @@ impl<P: SchedPolicy> Scheduler<P> {
             core.lock_also(cpu);
             let d = core.topo.distance(this_cpu, cpu);
             core.stats.migrations.record(MigrationReason::Fork, d);
-            if core.cfg.pick == PickPolicy::Cfs {
-                let a = core.min_vruntime(this_cpu);
-                let b = core.rqs[cpu].cfs.min_vruntime;
-                let se = &mut core.tasks[p].se;
-                se.vruntime = se.vruntime.wrapping_sub(a).wrapping_add(b);
-            }
         }
         core.tasks[p].cpu = cpu;
         core.tasks[p].recent_used_cpu = cpu;
@@ -331,9 +329,12 @@ impl<P: SchedPolicy> Scheduler<P> {
         }
     }
 
-    /// `sched_yield()` by the current task of `cpu` (`yield_task_fair`):
-    /// CFS marks it as skip buddy, EEVDF pushes its deadline back. The
-    /// caller then calls [`Self::schedule`].
+    /// `sched_yield()` by the current task of `cpu` (`yield_task_fair`,
+    /// Linux v5.11 / 6.15): nothing if it is the only queued task; else its
+    /// buddies are cleared, curr is charged (`update_curr`, skipped for
+    /// SCHED_BATCH under CFS as in v5.11), then CFS marks it as the skip
+    /// buddy and EEVDF pushes its deadline back by one request. The caller
+    /// then calls [`Self::schedule`] (do_sched_yield always schedules).
     pub fn yield_current(&self, cpu: CpuId, now: u64) {
         let mut core = self.shared.lock(cpu);
         let now = core.update_rq_clock(cpu, now);
@@ -344,12 +345,23 @@ impl<P: SchedPolicy> Scheduler<P> {
         if !c.tasks[cur].se.on_rq {
             return;
         }
-        entity::update_curr(&mut rq.cfs, &mut c.tasks, &cfg, now);
-        match cfg.pick {
-            PickPolicy::Cfs => crate::fair::cfs::yield_task(&mut rq.cfs, cur),
-            PickPolicy::Eevdf => crate::fair::eevdf::yield_task(&mut c.tasks[cur].se),
+        rq.need_resched = true;
+        if rq.cfs.nr_running == 1 {
+            return;
         }
-        c.rqs[cpu].need_resched = true;
+        entity::clear_buddies(&mut rq.cfs, cur);
+        match cfg.pick {
+            PickPolicy::Cfs => {
+                if c.tasks[cur].policy != TaskPolicy::Batch {
+                    entity::update_curr(&mut rq.cfs, &mut c.tasks, &cfg, now);
+                }
+                crate::fair::cfs::yield_task(&mut rq.cfs, cur);
+            }
+            PickPolicy::Eevdf => {
+                entity::update_curr(&mut rq.cfs, &mut c.tasks, &cfg, now);
+                crate::fair::eevdf::yield_task(&mut c.tasks[cur].se);
+            }
+        }
     }
 
     /// `sched_exec()`: the current task of `cpu` is exec'ing (small memory
