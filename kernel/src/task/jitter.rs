@@ -5,8 +5,14 @@
 //! NAS's phase barriers) it spins again, the amount derived from the seed,
 //! the thread and the run-wide count of releases, so a start gate does not
 //! absorb the perturbation.
-//! That shifts when each thread first blocks, wakes and writes, as cache
-//! misses and interrupts do on real hardware, without changing what it does.
+//! The spin is *work*, a fixed number of compute steps per ns (about 2 ns
+//! each on a server core), not a wait for a clock value: under `--icount` a
+//! wait for a deadline costs nothing when another CPU carries the critical
+//! path meanwhile (virtual time is every CPU's instructions), so a
+//! deadline-based jitter was absorbed and runs with different seeds came out
+//! identical. Work shifts when each thread first blocks, wakes and writes, as
+//! cache misses and interrupts do on real hardware, without changing what it
+//! does.
 //! Under `-icount` a run is a function of its seed: the same seed repeats
 //! exactly, and the spread across seeds measures how sensitive a result is to
 //! small timing differences. Without a seed nothing is perturbed.
@@ -53,6 +59,15 @@ pub fn release_jitter_ns(tid: u64) -> u64 {
     splitmix64(seed ^ splitmix64(tid ^ splitmix64(n))) % (SEED_JITTER_MAX_NS + 1)
 }
 
+/// Nanoseconds per compute step of [`burn`] (a dependent multiply-add:
+/// ~5 cycles at ~2.5 GHz).
+const NS_PER_STEP: u64 = 2;
+
+/// Does about `ns` of CPU work (see the module docs).
+pub fn burn(ns: u64) {
+    workloads::args::compute(ns / NS_PER_STEP);
+}
+
 /// Spins the release jitter of the calling thread (`--seed`).
 pub fn after_release() {
     if !ENABLED.load(Ordering::Acquire) {
@@ -61,7 +76,7 @@ pub fn after_release() {
     if let Some(me) = super::sched::current() {
         let ns = release_jitter_ns(me.tid);
         if ns > 0 {
-            crate::arch::time::delay_ns(ns);
+            burn(ns);
         }
     }
 }

@@ -416,7 +416,7 @@ pub(super) extern "sysv64" fn thread_start() -> ! {
     // `--seed`: a seed-derived spin before the body (see `jitter`).
     let jitter = super::jitter::start_jitter_ns(me.tid);
     if jitter > 0 {
-        time::delay_ns(jitter);
+        super::jitter::burn(jitter);
     }
     if let Some(entry) = me.take_entry() {
         entry();
