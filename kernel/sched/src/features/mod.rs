@@ -206,7 +206,7 @@ pub const FEATURES: &[FeatureDesc] = &[
         feat: Feat::WakeWideHeavy,
         name: "WAKE_WIDE_HEAVY",
         default: false,
-        doc: "seed 003 (Gorman, 'Couple wakee flips with heavy wakers', 2021, unmerged): wakee inherits a flip from a heavy waker",
+        doc: "seed 003 (Gorman, 'Couple wakee flips with heavy wakers', 2021, unmerged): wakee inherits a flip from a heavy waker (record_wakee) and wake_wide spreads a wakee with few flips when the waker has at least (llc/2)*llc flips",
     },
     FeatureDesc {
         feat: Feat::WaSync,

@@ -119,6 +119,29 @@ fn seed003_heavy_waker_lends_flips() {
     }
 }
 
+#[test]
+fn seed003_heavy_waker_spreads_a_wakee_with_few_flips() {
+    // Linux's rule with factor = LLC size 16: mainline keeps a wakee with
+    // slave < factor flips affine whatever the waker; the patch keeps it
+    // affine only while master < (16 >> 1) * 16 = 128.
+    for (f, master, wide) in [
+        ("NO_WAKE_WIDE_HEAVY", 128, false),
+        ("WAKE_WIDE_HEAVY", 128, true),
+        ("WAKE_WIDE_HEAVY", 127, false),
+    ] {
+        let mut s = sched(&spec(1, 16, 1, 1), PickPolicy::Cfs, f);
+        let w = run_on(&mut s, 0, 10);
+        let p = sleeper_on(&mut s, 5, 20);
+        s.core().tasks[w].wakee_flips = master;
+        s.core().tasks[p].wakee_flips = 0;
+        assert_eq!(
+            wake_wide(&mut s.core(), p, Some(w), 0),
+            wide,
+            "{f}, master {master}"
+        );
+    }
+}
+
 /// Seed 002 setup: parent on cpu0 of a 4-CPU LLC, other CPUs idle with
 /// blocked load left by forked children that slept at once.
 fn seed002(features: &str) -> Scheduler {

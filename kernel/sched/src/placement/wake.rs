@@ -40,10 +40,18 @@ pub fn wake_wide(core: &mut SchedCore, p: TaskId, waker: Option<TaskId>, this_cp
     let a = waker.map_or(0, |w| core.tasks[w].wakee_flips);
     let b = core.tasks[p].wakee_flips;
     let (master, slave) = if a >= b { (a, b) } else { (b, a) };
-    // Gorman's v2 added `(slave < factor && master < factor/2 * factor) ||`
-    // in front; as Peter Zijlstra noted it is implied by the first clause
-    // below, so WAKE_WIDE_HEAVY acts through record_wakee only.
-    let narrow = slave < factor || master < slave.saturating_mul(factor);
+    // Mainline: a wakee with few flips (slave < factor) stays affine. Seed
+    // 003 (Gorman) replaces that clause with `slave < factor && master <
+    // (factor >> 1) * factor`: a waker heavy enough (master at least half
+    // of factor squared) spreads even a wakee with few flips. (Not implied
+    // by the mainline clause: LLC 16, slave 0, master 128 stays local in
+    // mainline and goes wide with the patch.)
+    let few_flips = if core.cfg.features.has(Feat::WakeWideHeavy) {
+        slave < factor && master < (factor >> 1).saturating_mul(factor)
+    } else {
+        slave < factor
+    };
+    let narrow = few_flips || master < slave.saturating_mul(factor);
     if !narrow {
         core.stats.wake.wake_wide_hits += 1;
     }
