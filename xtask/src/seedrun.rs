@@ -8,20 +8,13 @@ use std::io::Write as _;
 
 use anyhow::{Context, Result, bail};
 
-use crate::cli::{Backend, CompareArgs};
+use crate::cli::Backend;
 use crate::compare::{self, Table, stats};
 use crate::launch::Launcher;
 use crate::published::{data, mapping, report, verdict};
 use crate::seeds;
 
-/// The clock a comparison's numbers come from.
-pub fn clock(a: &CompareArgs) -> &'static str {
-    match (a.run.backend, a.run.icount) {
-        (Backend::Sim, _) => "sim",
-        (Backend::Qemu, Some(_)) => "icount",
-        (Backend::Qemu, None) => "host",
-    }
-}
+pub use crate::compare::clock;
 
 /// Runs seed `seed` (quick or `full`) with the user's `extra` compare
 /// options; returns the exit code.

@@ -34,12 +34,36 @@ pub struct Samples {
 pub struct Table {
     pub title: String,
     pub unit: &'static str,
+    /// The clock the values come from: "sim" (simulated parallel time),
+    /// "icount" (summed instructions) or "host" (multi-threaded TCG).
+    pub clock: &'static str,
+    /// What the ops are: the sweep key, or "configuration" without a sweep.
+    pub axis: String,
     pub better: Better,
     pub decimals: usize,
     pub baseline_name: String,
     pub variant_name: String,
     /// (op label, metric name, samples), in order.
     pub cells: Vec<(String, String, Samples)>,
+}
+
+/// The clock a comparison's numbers come from.
+pub fn clock(a: &CompareArgs) -> &'static str {
+    match (a.run.backend, a.run.icount) {
+        (Backend::Sim, _) => "sim",
+        (Backend::Qemu, Some(_)) => "icount",
+        (Backend::Qemu, None) => "host",
+    }
+}
+
+/// What a clock's values mean, for table headers and plot axes.
+pub fn clock_meaning(clock: &str) -> &'static str {
+    match clock {
+        "sim" => "sim (simulated parallel time)",
+        "icount" => "QEMU icount (summed instructions of all vCPUs)",
+        "host" => "host (multi-threaded TCG on this host)",
+        _ => "unknown",
+    }
 }
 
 /// Runs the comparison (building the kernel first) and prints its table.
@@ -125,6 +149,10 @@ pub fn measure(args: &CompareArgs, launcher: Option<&Launcher>) -> Result<Table>
     let mut table = Table {
         title: String::new(),
         unit: metric.unit,
+        clock: clock(args),
+        axis: sweep
+            .as_ref()
+            .map_or_else(|| "configuration".to_string(), |(k, _)| k.clone()),
         better: metric.better,
         decimals: metric.decimals,
         baseline_name: bname,
@@ -280,8 +308,10 @@ pub fn render(t: &Table, runs: u32) -> String {
     };
     let _ = writeln!(
         out,
-        "\n{} -- {} ({better}), {runs} runs per configuration",
-        t.title, t.unit
+        "\n{} -- {} ({better}), {runs} runs per configuration, {} clock",
+        t.title,
+        t.unit,
+        clock_meaning(t.clock)
     );
     let _ = writeln!(out, "baseline: {}", t.baseline_name);
     let _ = writeln!(out, "variant:  {}", t.variant_name);
@@ -459,6 +489,8 @@ mod tests {
         let t = Table {
             title: "hackbench-thread-pipes".into(),
             unit: "seconds",
+            clock: "icount",
+            axis: "groups".into(),
             better: Better::Lower,
             decimals: 4,
             baseline_name: "fair cfs".into(),
@@ -487,6 +519,8 @@ mod tests {
         let t = Table {
             title: "nas".into(),
             unit: "seconds",
+            clock: "sim",
+            axis: "configuration".into(),
             better: Better::Lower,
             decimals: 4,
             baseline_name: "a".into(),

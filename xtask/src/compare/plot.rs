@@ -22,13 +22,18 @@ pub fn svg(t: &Table) -> Result<String> {
             .flat_map(|(_, _, s)| s.baseline.iter().chain(&s.variant))
             .copied()
             .fold(0.0f64, f64::max)
-            * 1.15;
+            // Headroom above the tallest sample for the legend, which
+            // would otherwise sit on the bars.
+            * 1.4;
         let better = match t.better {
             Better::Lower => "lower is better",
             Better::Higher => "higher is better",
         };
         let mut chart = ChartBuilder::on(&root)
-            .caption(format!("{} ({better})", t.title), ("sans-serif", 18))
+            .caption(
+                format!("{} ({better}; {})", t.title, super::clock_meaning(t.clock)),
+                ("sans-serif", 16),
+            )
             .margin(12)
             .x_label_area_size(40)
             .y_label_area_size(70)
@@ -39,6 +44,7 @@ pub fn svg(t: &Table) -> Result<String> {
             .iter()
             .map(|(op, m, _)| match (op.as_str(), m.is_empty()) {
                 ("-", false) => m.clone(),
+                ("-", true) => "baseline vs variant".to_string(),
                 (_, false) => format!("{op}/{m}"),
                 _ => op.clone(),
             })
@@ -51,7 +57,8 @@ pub fn svg(t: &Table) -> Result<String> {
                 let i = x.floor() as usize;
                 labels.get(i).cloned().unwrap_or_default()
             })
-            .y_desc(t.unit)
+            .x_desc(t.axis.as_str())
+            .y_desc(format!("{}, {} clock", t.unit, t.clock))
             .draw()
             .map_err(|e| anyhow!("plot: {e}"))?;
         fn base(s: &super::Samples) -> &Vec<f64> {
@@ -100,6 +107,7 @@ pub fn svg(t: &Table) -> Result<String> {
         }
         chart
             .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
             .background_style(WHITE.mix(0.8))
             .border_style(BLACK)
             .draw()
@@ -119,6 +127,8 @@ mod tests {
         let t = Table {
             title: "hackbench-thread-pipes".into(),
             unit: "time in seconds",
+            clock: "icount",
+            axis: "groups".into(),
             better: Better::Lower,
             decimals: 4,
             baseline_name: "fair cfs".into(),
@@ -146,6 +156,10 @@ mod tests {
         assert!(svg.starts_with("<svg"), "{}", &svg[..80.min(svg.len())]);
         assert!(svg.contains("hackbench-thread-pipes"));
         assert!(svg.contains("fair cfs WA_SYNC"));
+        // The axes say what the ops are and which clock the values are.
+        assert!(svg.contains("groups"), "x axis names the sweep key");
+        assert!(svg.contains("time in seconds, icount clock"));
+        assert!(svg.contains("summed instructions"));
         // 4 bars + 4 whiskers + 8 sample dots at least.
         assert!(svg.matches("<rect").count() >= 4);
         assert!(svg.matches("<circle").count() >= 8);
