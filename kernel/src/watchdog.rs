@@ -9,8 +9,10 @@
 //! - progress: while an experiment has the watchdog armed, it must call
 //!   [`progress`] often. It is stalled when one CPU ran threads for
 //!   `timeout` of its own ticks without any progress (a livelock: work
-//!   spinning without effect), or when every CPU sat idle for `timeout`
-//!   without progress (a deadlock: everyone waits). Busy time is counted in
+//!   spinning without effect), when every CPU sat idle (nothing running,
+//!   nothing queued) for `timeout` without progress (a deadlock: everyone
+//!   waits), or, whatever the CPUs did, after ten timeouts without progress
+//!   (a livelock that moves between CPUs). Busy time is counted in
 //!   tick periods a CPU actually ran, so a vCPU the host starves (a loaded
 //!   host, several runs at once) accrues none while descheduled, where a
 //!   plain "no progress for `timeout` of TSC time" fired on slow but healthy
@@ -64,6 +66,9 @@ static FIRED: AtomicBool = AtomicBool::new(false);
 static SEEN_PROGRESS: [AtomicU64; percpu::MAX_CPUS] =
     [const { AtomicU64::new(0) }; percpu::MAX_CPUS];
 static BUSY_NS: [AtomicU64; percpu::MAX_CPUS] = [const { AtomicU64::new(0) }; percpu::MAX_CPUS];
+/// No progress for this many timeouts fires whatever the CPUs did (a
+/// livelock that moves between CPUs accrues busy time on each only in part).
+const HARD_LIMIT_FACTOR: u64 = 10;
 /// Per CPU: its previous tick (`now_ns`).
 static PREV_TICK_NS: [AtomicU64; percpu::MAX_CPUS] =
     [const { AtomicU64::new(0) }; percpu::MAX_CPUS];
@@ -133,7 +138,19 @@ fn check_progress(me: usize, now: u64, prev_tick: u64) {
         BUSY_NS[me].store(0, Ordering::Relaxed);
     }
     let running = |c: usize| crate::task::sched::running_thread_id(c).is_some();
-    if running(me) {
+    // Idle = nothing running and nothing queued (a thread queued on a vCPU
+    // the host is not running is not a deadlock).
+    let idle =
+        |c: usize| !running(c) && crate::task::sched::core().shared.snap(c).nr_running() == 0;
+    let since = now.saturating_sub(last);
+    if since > HARD_LIMIT_FACTOR * limit {
+        // Work bouncing between CPUs accrues busy time on each only in
+        // part; past this, no progress is a stall whatever the host did.
+        fire(
+            &alloc::format!("experiment made no progress for {} ms", since / 1_000_000),
+            None,
+        );
+    } else if running(me) {
         // One tick period at most: a gap is the host not running this vCPU.
         let period = crate::task::sched::core().shared.cfg.tunables.tick_ns;
         let ran = now.saturating_sub(prev_tick.max(last)).min(period);
@@ -149,8 +166,7 @@ fn check_progress(me: usize, now: u64, prev_tick: u64) {
                 None,
             );
         }
-    } else if now.saturating_sub(last) > limit && !percpu::online().any(|p| running(p.cpu as usize))
-    {
+    } else if since > limit && percpu::online().all(|p| idle(p.cpu as usize)) {
         fire(
             &alloc::format!(
                 "experiment made no progress for {} ms and every CPU is idle (deadlock)",

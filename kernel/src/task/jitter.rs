@@ -5,8 +5,9 @@
 //! NAS's phase barriers) it spins again, the amount derived from the seed,
 //! the thread and the run-wide count of releases, so a start gate does not
 //! absorb the perturbation.
-//! The spin is *work*, a fixed number of compute steps per ns (about 2 ns
-//! each on a server core), not a wait for a clock value: under `--icount` a
+//! The spin is *work*, `ns / 2` compute steps (about 2 ns each on a server
+//! core; about 7 instructions each, so under `--icount shift=S` about
+//! 7·2^S ns), not a wait for a clock value: under `--icount` a
 //! wait for a deadline costs nothing when another CPU carries the critical
 //! path meanwhile (virtual time is every CPU's instructions), so a
 //! deadline-based jitter was absorbed and runs with different seeds came out

@@ -7,12 +7,15 @@
 //! whatever the CPU has loaded (Linux's lazy TLB: switching to a kworker or
 //! to idle loads nothing). A CPU that switches to a task of another address
 //! space than the one it has loaded pays `mm.switch_ns` (`switch_mm_irqs_off`:
-//! the CR3 load and its bookkeeping). With PCID, Linux keeps the TLB entries
-//! of the last `mm.asids` address spaces used on each CPU
-//! (`TLB_NR_DYN_ASIDS` = 6 in arch/x86/mm/tlb.c); one that fell out of that
-//! set starts with a cold TLB and pays a page walk for every page it
-//! touches: its working set's pages plus `mm.base_pages`, at most
-//! `mm.tlb_entries`, each `mm.page_walk_ns`.
+//! the CR3 load and its bookkeeping). With PCID, Linux gives each CPU
+//! `mm.asids` ASID slots (`TLB_NR_DYN_ASIDS` = 6 in arch/x86/mm/tlb.c): an
+//! address space that still holds a slot keeps its TLB entries; one that
+//! does not takes the next slot in turn (`choose_new_asid`'s `next_asid`,
+//! round robin, not least recently used) and starts with a cold TLB, paying
+//! a page walk for every page it touches: its working set's pages plus
+//! `mm.base_pages`, at most `mm.tlb_entries`, each `mm.page_walk_ns`.
+//! Simplification: a kept slot is modelled as a fully warm TLB, although
+//! all ASIDs share the second-level TLB's capacity.
 
 use workloads::Space;
 
@@ -21,10 +24,12 @@ use crate::engine::Engine;
 /// The address-space state of one CPU.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct CpuMm {
-    /// The address space loaded (CR3).
-    pub loaded: u64,
-    /// Address spaces with live TLB entries here, most recent first.
+    /// The address space loaded (CR3); None before the first task runs.
+    pub loaded: Option<u64>,
+    /// The address space holding each ASID slot.
     pub asids: Vec<u64>,
+    /// The slot the next miss takes (round robin).
+    pub next_asid: usize,
 }
 
 /// Address-space switches and TLB refills, for `sim_stats`.
@@ -55,21 +60,24 @@ impl Engine {
         };
         let p = &self.prof.mm;
         let c = &mut self.cpus[cpu].mm;
-        if c.loaded == mm {
+        if c.loaded == Some(mm) {
             return 0.0;
         }
-        c.loaded = mm;
+        c.loaded = Some(mm);
         self.mm_stats.switches += 1;
         let mut ns = p.switch_ns;
-        if let Some(i) = c.asids.iter().position(|&a| a == mm) {
-            c.asids.remove(i);
-        } else {
+        if !c.asids.contains(&mm) {
             self.mm_stats.tlb_refills += 1;
             let pages = ws.div_ceil(4096) + p.base_pages;
             ns += pages.min(p.tlb_entries) as f64 * p.page_walk_ns;
+            let slots = p.asids as usize;
+            if c.asids.len() < slots {
+                c.asids.push(mm);
+            } else {
+                c.asids[c.next_asid % slots] = mm;
+            }
+            c.next_asid = (c.next_asid + 1) % slots;
         }
-        c.asids.insert(0, mm);
-        c.asids.truncate(p.asids as usize);
         ns
     }
 }
