@@ -8,9 +8,7 @@ use std::io::Write as _;
 
 use anyhow::{Context, Result, bail};
 
-use crate::cli::Backend;
 use crate::compare::{self, Table, stats};
-use crate::launch::Launcher;
 use crate::published::{data, mapping, report, verdict};
 use crate::seeds;
 
@@ -40,15 +38,7 @@ pub fn run(seed: &str, full: bool, extra: &[String]) -> Result<i32> {
         crate::preflight::check(&a.run)?;
     }
     let first = &parts[0].1;
-    let launcher = if first.run.backend == Backend::Sim {
-        None
-    } else {
-        crate::prereq::ensure_all()?;
-        Some(Launcher::build(
-            first.run.release,
-            first.run.max_log_level.as_deref(),
-        )?)
-    };
+    let launcher = compare::launcher_for(&first.run)?;
     let mut tables: Vec<(&'static str, Table)> = Vec::new();
     for (p, a) in &parts {
         let mut a = a.clone();

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 
-use crate::cli::{Backend, CompareArgs};
+use crate::cli::{Backend, CompareArgs, RunArgs};
 use crate::launch::Launcher;
 use crate::outcome::Outcome;
 use stats::{Better, Summary};
@@ -66,19 +66,24 @@ pub fn clock_meaning(clock: &str) -> &'static str {
     }
 }
 
+/// The kernel launcher a run needs: none for the simulator; for QEMU the
+/// prerequisites installed and the kernel built once.
+pub fn launcher_for(run: &RunArgs) -> Result<Option<Launcher>> {
+    if run.backend == Backend::Sim {
+        return Ok(None);
+    }
+    crate::prereq::ensure_all()?;
+    Ok(Some(Launcher::build(
+        run.release,
+        run.max_log_level.as_deref(),
+    )?))
+}
+
 /// Runs the comparison (building the kernel first) and prints its table.
 pub fn run(args: &CompareArgs) -> Result<i32> {
     // The baseline's arguments, memory and output paths, before any build.
     crate::preflight::check(&args.run)?;
-    let launcher = if args.run.backend == Backend::Sim {
-        None
-    } else {
-        crate::prereq::ensure_all()?;
-        Some(Launcher::build(
-            args.run.release,
-            args.run.max_log_level.as_deref(),
-        )?)
-    };
+    let launcher = launcher_for(&args.run)?;
     let table = measure(args, launcher.as_ref())?;
     print!("{}", render(&table, args.runs));
     if let Some(path) = &args.plot {
