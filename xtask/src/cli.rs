@@ -53,6 +53,18 @@ pub enum Cmd {
     /// Host benchmarks of the scheduler core (enqueue/pick/dequeue vs a naive
     /// baseline, select_task_rq on the 160-CPU topology), side by side.
     Bench,
+    /// One run of a sweep directory (what a Slurm array task executes).
+    #[command(hide = true)]
+    SweepTask {
+        /// The sweep directory.
+        dir: PathBuf,
+        /// Added to SLURM_ARRAY_TASK_ID to give the task id.
+        #[arg(long, default_value_t = 0)]
+        offset: usize,
+        /// The task id (instead of SLURM_ARRAY_TASK_ID).
+        #[arg(long)]
+        task: Option<usize>,
+    },
     /// Re-capture the ACPI/CPUID fixtures of the topology tests from QEMU
     /// (runs kernel/topology/fixtures/capture.py).
     CaptureFixtures {
@@ -210,6 +222,43 @@ pub struct CompareArgs {
     /// Also draw the comparison as an SVG bar chart (means, ±σ, samples).
     #[arg(long, value_name = "FILE")]
     pub plot: Option<PathBuf>,
+    /// The sweep directory: the matrix, one result file per run; the same
+    /// command again resumes it (docs/sweeps.md). Default:
+    /// target/sweeps/<what>-<hash of the matrix and the build>.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Run nothing: render the table(s) of an existing sweep directory and
+    /// list the runs it lacks.
+    #[arg(long, value_name = "DIR", conflicts_with = "dir")]
+    pub from: Option<PathBuf>,
+    /// Host cores kept busy at once (default: all of them); an --icount or
+    /// simulator run takes one, a multi-threaded TCG run one per vCPU. With
+    /// --engine slurm: at most this many array tasks at once.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=4096))]
+    pub jobs: Option<u32>,
+    /// Where the runs happen: local (this host) or slurm (a job array).
+    #[arg(long, value_enum, default_value_t = Engine::Local)]
+    pub engine: Engine,
+    /// sbatch option KEY=VALUE for --engine slurm (repeatable), e.g.
+    /// partition=debug, time=00:30:00, mem=4G.
+    #[arg(long = "slurm", value_name = "KEY=VALUE")]
+    pub slurm: Vec<String>,
+    /// File of sbatch options, one KEY=VALUE per line ('#' comments);
+    /// --slurm options win.
+    #[arg(long, value_name = "FILE")]
+    pub slurm_config: Option<PathBuf>,
+    /// With --engine slurm: submit and return; render later with --from DIR.
+    #[arg(long)]
+    pub no_wait: bool,
+}
+
+/// Where a sweep's runs happen.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Engine {
+    /// This host, `--jobs` runs at a time.
+    Local,
+    /// A Slurm job array, one array task per run.
+    Slurm,
 }
 
 /// Options of `cargo xtask test`.

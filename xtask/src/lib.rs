@@ -14,6 +14,9 @@
 //! - [`seeds`]: the seed threads' comparisons as one command each
 //! - [`compare`]: baseline-vs-variant runs and the mmtests compare-kernels table
 //! - [`published`]: the seeds' published numbers, their mapping and verdicts
+//! - [`sweep`]: a comparison's runs as a directory, run locally or on Slurm, resumable
+//! - [`skips`]: why a test could not run here, reported by `cargo xtask test`
+//! - [`slurmlab`]: a one-node Slurm cluster on localhost, for the Slurm engine's test
 //! - [`seedrun`]: `cargo xtask seed N`: the recipe's comparisons and the verdict table
 
 pub mod build;
@@ -33,6 +36,9 @@ pub mod runner;
 pub mod seedrun;
 pub mod seeds;
 pub mod simrun;
+pub mod skips;
+pub mod slurmlab;
+pub mod sweep;
 pub mod symbolize;
 pub mod trace;
 

@@ -35,6 +35,20 @@ impl Default for Machine {
 
 impl Machine {
     /// Total logical CPUs, saturating at `u32::MAX` (see [`Machine::checked_cpus`]).
+    /// The shape in words, e.g. `8 CPUs = 2 sockets x 1 dies x 2 cores x 2
+    /// threads, 2 NUMA nodes`.
+    pub fn shape(&self) -> String {
+        format!(
+            "{} CPUs = {} sockets x {} dies x {} cores x {} threads, {} NUMA nodes",
+            self.cpus(),
+            self.sockets,
+            self.dies,
+            self.cores,
+            self.threads,
+            self.numa_nodes
+        )
+    }
+
     pub fn cpus(&self) -> u32 {
         self.checked_cpus().unwrap_or(u32::MAX)
     }

@@ -22,6 +22,7 @@ fn main() -> ExitCode {
         Cmd::Compare(args) => xtask::compare::run(&args),
         Cmd::Seed { seed, full, extra } => seed_cmd(seed.as_deref(), full, &extra),
         Cmd::Test(args) => test(&args),
+        Cmd::SweepTask { dir, offset, task } => xtask::sweep::slurm::task_main(&dir, offset, task),
         Cmd::Build { release } => prereq::ensure_rust()
             .and_then(|()| Launcher::build(release, None))
             .map(|l| {
@@ -244,6 +245,18 @@ fn print_sched_latency(rows: &[xtask::trace::TaskLatency]) {
 
 fn test(args: &TestArgs) -> Result<i32> {
     let start = Instant::now();
+    let _ = std::fs::remove_file(xtask::skips::file());
+    let rc = run_tests(args, start);
+    if let Ok(text) = std::fs::read_to_string(xtask::skips::file()) {
+        eprintln!("xtask: tests skipped here, with the reason:");
+        for l in text.lines() {
+            eprintln!("  {l}");
+        }
+    }
+    rc
+}
+
+fn run_tests(args: &TestArgs, start: Instant) -> Result<i32> {
     if !args.qemu_only {
         prereq::ensure_rust()?;
         eprintln!("xtask: host tests");

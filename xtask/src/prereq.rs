@@ -103,3 +103,27 @@ pub fn ensure_all() -> Result<()> {
     ensure_rust()?;
     ensure_qemu()
 }
+
+/// Slurm's daemons, its client and munge, for the localhost cluster the
+/// Slurm test starts ([`crate::slurmlab`]); installed with apt-get as root.
+pub fn ensure_slurm() -> Result<()> {
+    let tools = ["sbatch", "squeue", "sinfo", "slurmctld", "slurmd", "munged"];
+    let on_path = |t: &str| have(t) || std::path::Path::new("/usr/sbin").join(t).is_file();
+    if tools.iter().all(|t| on_path(t)) {
+        return Ok(());
+    }
+    let cmd = "apt-get update && apt-get install -y --no-install-recommends slurmctld slurmd slurm-client munge";
+    if !is_root() {
+        bail!("Slurm is not installed and we are not root; run: sudo sh -c '{cmd}'");
+    }
+    run_visible(
+        Command::new("sh")
+            .args(["-c", cmd])
+            .env("DEBIAN_FRONTEND", "noninteractive"),
+    )
+    .context("installing Slurm and munge")?;
+    if let Some(t) = tools.iter().find(|t| !on_path(t)) {
+        bail!("apt-get finished but {t} is still missing");
+    }
+    Ok(())
+}

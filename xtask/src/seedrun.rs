@@ -1,16 +1,20 @@
-//! `cargo xtask seed N`: run every part of the seed's recipe as a
-//! comparison (`compare::measure`), print each part's compare table, then
-//! the verdict table against the seed's published numbers
-//! (`published::report`). With `--results FILE`, every sample (tagged with
-//! its part) and every verdict line go to FILE as JSON lines.
+//! `cargo xtask seed N`: every part of the seed's recipe as one sweep
+//! (`crate::sweep`: one directory, resumable, `--jobs`, `--engine slurm`),
+//! each part's compare table, then the verdict table against the seed's
+//! published numbers (`published::report`). With `--results FILE`, every
+//! sample (tagged with its part) and every verdict line go to FILE as JSON
+//! lines. `cargo xtask compare --from DIR` renders a seed's directory the
+//! same way.
 
 use std::io::Write as _;
+use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 
 use crate::compare::{self, Table, stats};
 use crate::published::{data, mapping, report, verdict};
 use crate::seeds;
+use crate::sweep;
 
 pub use crate::compare::clock;
 
@@ -31,79 +35,117 @@ pub fn run(seed: &str, full: bool, extra: &[String]) -> Result<i32> {
         }
         parts.retain(|(p, _)| only.iter().any(|n| n == p.name));
     }
-    let form = if full { "full" } else { "quick" };
-    println!("seed {}: {} ({form} form)", recipe.seed, recipe.title);
-    let results = parts.first().and_then(|(_, a)| a.run.results.clone());
+    let first = parts[0].1.clone();
+    if let Some(dir) = &first.from {
+        let f = sweep::from_dir(dir)?;
+        return report(seed, full, &f, first.run.results.as_deref());
+    }
     for (_, a) in &parts {
         crate::preflight::check(&a.run)?;
     }
-    let first = &parts[0].1;
-    let launcher = compare::launcher_for(&first.run)?;
-    let mut tables: Vec<(&'static str, Table)> = Vec::new();
-    for (p, a) in &parts {
-        let mut a = a.clone();
-        a.run.results = None;
-        println!(
-            "\n== part {}: cargo xtask compare {}",
-            p.name,
-            seeds::part_words(recipe, p, full).join(" ")
-        );
-        let t = compare::measure(&a, launcher.as_ref())?;
-        print!("{}", compare::render(&t, a.runs));
-        tables.push((p.name, t));
+    let named: Vec<(String, crate::cli::CompareArgs)> = parts
+        .iter()
+        .map(|(p, a)| {
+            let mut a = a.clone();
+            a.run.results = None;
+            (p.name.to_string(), a)
+        })
+        .collect();
+    let mut plan = sweep::plan(
+        &sweep::Kind::Seed {
+            seed: recipe.seed.to_string(),
+            full,
+        },
+        &named,
+    )?;
+    if first.engine == crate::cli::Engine::Slurm {
+        sweep::slurm::preflight(&first)?;
     }
-    let clock = clock(first);
+    let launcher = compare::launcher_for(&first.run)?;
+    plan.identify_build(launcher.as_ref())?;
+    let dir = first.dir.clone().unwrap_or_else(|| plan.default_dir());
+    match plan.run(&dir, launcher.as_ref())? {
+        Some(f) => report(seed, full, &f, first.run.results.as_deref()),
+        None => Ok(0),
+    }
+}
+
+/// Prints a seed sweep: each part's table, the runs missing, the verdicts
+/// against the published numbers; `results` gets samples and verdicts.
+pub fn report(seed: &str, full: bool, f: &sweep::Finished, results: Option<&Path>) -> Result<i32> {
+    let recipe = seeds::recipe(seed)?;
+    let form = if full { "full" } else { "quick" };
+    println!("seed {}: {} ({form} form)", recipe.seed, recipe.title);
+    for (name, t) in &f.tables {
+        let words = recipe
+            .parts
+            .iter()
+            .find(|p| p.name == name)
+            .map(|p| seeds::part_words(recipe, p, full).join(" "))
+            .unwrap_or_default();
+        println!("\n== part {name}: cargo xtask compare {words}");
+        let runs = f
+            .header
+            .parts
+            .iter()
+            .find(|p| &p.name == name)
+            .map_or(0, |p| p.runs);
+        print!("{}", compare::render(t, runs));
+    }
+    print!(
+        "{}",
+        sweep::collect::describe_missing(&f.dir, &f.tasks, &f.missing)
+    );
+    println!("sweep: {}", f.dir.path.display());
+    let tables = &f.tables;
+    let clock = f
+        .header
+        .parts
+        .first()
+        .map_or("host", |p| match p.clock.as_str() {
+            "sim" => "sim",
+            "icount" => "icount",
+            _ => "host",
+        });
     let rows = data::for_seed(seed)?;
     let lines: Vec<report::Line> = rows
         .iter()
         .map(|r| {
             let m = match mapping::map(r, full) {
-                mapping::Mapping::Cell { part, .. } if !tables.iter().any(|(p, _)| *p == part) => {
+                mapping::Mapping::Cell { part, .. } if !tables.iter().any(|(p, _)| p == part) => {
                     mapping::Mapping::NotReproduced(format!("part {part} not run (--part)"))
                 }
                 m => m,
             };
             report::line(r, m, full, |part, op, metric| {
-                judged(&tables, part, op, metric, r.better_pct()?)
+                judged(tables, part, op, metric, r.better_pct()?)
             })
         })
         .collect();
     print!("{}", report::render(seed, form, clock, &lines));
     if let Some(path) = results {
-        let mut f =
-            std::fs::File::create(&path).with_context(|| format!("creating {}", path.display()))?;
-        for (part, t) in &tables {
-            for (op, metric, s) in &t.cells {
-                for (config, xs) in [("baseline", &s.baseline), ("variant", &s.variant)] {
-                    for (i, v) in xs.iter().enumerate() {
-                        writeln!(
-                            f,
-                            "{}",
-                            serde_json::json!({"type": "compare_sample", "part": part,
-                                "config": config, "op": op, "metric": metric,
-                                "run": i + 1, "value": v})
-                        )?;
-                    }
-                }
-            }
-        }
+        compare::write_samples(path, tables)?;
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(path)
+            .with_context(|| format!("opening {}", path.display()))?;
         for l in &lines {
             writeln!(f, "{}", report::record(seed, form, clock, l))?;
         }
         println!("results: {}", path.display());
     }
-    Ok(0)
+    Ok(if f.missing.is_empty() { 0 } else { 1 })
 }
 
 /// schedlab's summaries and judgement for cell (part, op), if measured.
 fn judged(
-    tables: &[(&'static str, Table)],
+    tables: &[(String, Table)],
     part: &str,
     op: &str,
     metric: &str,
     published_pct: f64,
 ) -> Option<report::Cell> {
-    let (_, t) = tables.iter().find(|(p, _)| *p == part)?;
+    let (_, t) = tables.iter().find(|(p, _)| p == part)?;
     let (_, _, s) = t.cells.iter().find(|(o, m, _)| o == op && m == metric)?;
     let base = stats::summarize(&s.baseline, t.better);
     let var = stats::summarize(&s.variant, t.better);

@@ -14,13 +14,12 @@ pub mod stats;
 
 use std::fmt::Write as _;
 use std::io::Write as _;
-use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 
-use crate::cli::{Backend, CompareArgs, RunArgs};
+use crate::cli::{Backend, CompareArgs, Engine, RunArgs};
 use crate::launch::Launcher;
-use crate::outcome::Outcome;
+use crate::sweep;
 use stats::{Better, Summary};
 
 /// One configuration's samples for one (op, metric) cell.
@@ -39,6 +38,8 @@ pub struct Table {
     pub clock: &'static str,
     /// What the ops are: the sweep key, or "configuration" without a sweep.
     pub axis: String,
+    /// The machine the runs ran on (preset and shape).
+    pub machine: String,
     pub better: Better,
     pub decimals: usize,
     pub baseline_name: String,
@@ -79,206 +80,108 @@ pub fn launcher_for(run: &RunArgs) -> Result<Option<Launcher>> {
     )?))
 }
 
-/// Runs the comparison (building the kernel first) and prints its table.
+/// Runs the comparison (building the kernel first) as a sweep directory,
+/// prints its table and the runs it lacks; `--from DIR` only renders.
+/// Exit status 1 when runs are missing or failed.
 pub fn run(args: &CompareArgs) -> Result<i32> {
+    if let Some(dir) = &args.from {
+        let f = sweep::from_dir(dir)?;
+        if let Some(seed) = &f.header.seed {
+            return crate::seedrun::report(seed, f.header.full, &f, args.run.results.as_deref());
+        }
+        return report(&f, args);
+    }
     // The baseline's arguments, memory and output paths, before any build.
     crate::preflight::check(&args.run)?;
+    if let Some(p) = &args.plot {
+        crate::preflight::writable("--plot", p)?;
+    }
+    let mut plan = sweep::plan(&sweep::Kind::Compare, &[(String::new(), args.clone())])?;
+    if args.engine == Engine::Slurm {
+        sweep::slurm::preflight(args)?;
+    }
     let launcher = launcher_for(&args.run)?;
-    let table = measure(args, launcher.as_ref())?;
-    print!("{}", render(&table, args.runs));
+    plan.identify_build(launcher.as_ref())?;
+    let dir = args.dir.clone().unwrap_or_else(|| plan.default_dir());
+    match plan.run(&dir, launcher.as_ref())? {
+        Some(f) => report(&f, args),
+        None => Ok(0),
+    }
+}
+
+/// Prints a finished comparison: table, missing runs, `--plot`, `--results`.
+fn report(f: &sweep::Finished, args: &CompareArgs) -> Result<i32> {
+    let (_, table) = f.tables.first().context("the sweep has no comparison")?;
+    let runs = f.header.parts[0].runs;
+    print!("{}", render(table, runs));
+    print!(
+        "{}",
+        sweep::collect::describe_missing(&f.dir, &f.tasks, &f.missing)
+    );
+    println!("sweep: {}", f.dir.path.display());
     if let Some(path) = &args.plot {
-        std::fs::write(path, plot::svg(&table)?)
+        std::fs::write(path, plot::svg(table)?)
             .with_context(|| format!("writing {}", path.display()))?;
         println!("plot: {}", path.display());
     }
-    Ok(0)
+    if let Some(path) = &args.run.results {
+        write_samples(path, &f.tables)?;
+    }
+    Ok(if f.missing.is_empty() { 0 } else { 1 })
+}
+
+/// `--results FILE`: every sample as a `compare_sample` record (with its
+/// `part` when the sweep has several).
+pub fn write_samples(path: &std::path::Path, tables: &[(String, Table)]) -> Result<()> {
+    let mut f =
+        std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
+    for (part, t) in tables {
+        for (op, metric, s) in &t.cells {
+            for (config, xs) in [("baseline", &s.baseline), ("variant", &s.variant)] {
+                for (i, v) in xs.iter().enumerate() {
+                    let mut rec = serde_json::json!({"type": "compare_sample",
+                        "config": config, "op": op, "metric": metric, "run": i + 1, "value": v});
+                    if !part.is_empty() {
+                        rec["part"] = part.as_str().into();
+                    }
+                    writeln!(f, "{rec}")?;
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Runs every run of the comparison (booting `launcher`'s kernel, or in the
-/// simulator when there is none) and collects the samples.
+/// simulator when there is none) and returns the table: the library form
+/// of `compare` for tests. Without `--dir` the sweep lives in a fresh
+/// temporary directory, removed when every run succeeded.
 pub fn measure(args: &CompareArgs, launcher: Option<&Launcher>) -> Result<Table> {
-    if args.run.trace.is_some() {
-        bail!("--trace records one run: use it with `cargo xtask run`, not compare");
-    }
-    let metric = metrics::for_experiment_metric(&args.run.experiment, args.metric.as_deref())?;
-    let base_run = args.run.clone();
-    let mut var_run = args.run.clone();
-    if let Some(f) = &args.variant_features {
-        var_run.features = f.clone();
-    }
-    if let Some(p) = &args.variant_policy {
-        var_run.policy = p.clone();
-    }
-    if let Some(p) = &args.variant_pick {
-        var_run.pick = p.clone();
-    }
-    let sweep = parse_sweep(args.sweep.as_deref())?;
-    for a in &args.variant_args {
-        let Some((k, v)) = a.split_once('=').filter(|(k, _)| !k.is_empty()) else {
-            bail!("--variant-arg {a}: expected KEY=VALUE");
-        };
-        if sweep.as_ref().is_some_and(|(s, _)| s == k) {
-            bail!("--variant-arg {a}: {k} is also the --sweep key, which sets it for both");
-        }
-        var_run = with_arg(&var_run, k, v);
-    }
-    let (bname, vname) = (describe(&base_run, &var_run), describe(&var_run, &base_run));
-    if bname == vname {
+    let mut plan = sweep::plan(&sweep::Kind::Compare, &[(String::new(), args.clone())])?;
+    plan.identify_build(launcher)?;
+    static SEQ: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let temp = args.dir.is_none();
+    let dir = args.dir.clone().unwrap_or_else(|| {
+        std::env::temp_dir().join(format!(
+            "schedlab-sweep-{}-{}",
+            std::process::id(),
+            SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        ))
+    });
+    let f = plan
+        .run(&dir, launcher)?
+        .context("the sweep was submitted without waiting (--no-wait)")?;
+    if !f.missing.is_empty() {
         bail!(
-            "the variant is the baseline: give --variant-features, --variant-policy, --variant-pick or --variant-arg"
+            "{}",
+            sweep::collect::describe_missing(&f.dir, &f.tasks, &f.missing).trim()
         );
     }
-    // Validate every configuration before the first slow boot.
-    if let Some((key, values)) = &sweep {
-        for v in values {
-            for r in [&base_run, &var_run] {
-                with_arg(r, key, v).boot_config()?;
-            }
-        }
+    if temp {
+        let _ = std::fs::remove_dir_all(&dir);
     }
-    base_run.boot_config()?;
-    var_run.boot_config()?;
-    if launcher.is_none() {
-        crate::simrun::config(&base_run)?;
-        crate::simrun::config(&var_run)?;
-    }
-    let qemu = args.run.qemu()?;
-
-    let ops: Vec<(String, Option<(String, String)>)> = match &sweep {
-        None => vec![("-".to_string(), None)],
-        Some((k, vs)) => vs
-            .iter()
-            .map(|v| (v.clone(), Some((k.clone(), v.clone()))))
-            .collect(),
-    };
-    let mut table = Table {
-        title: String::new(),
-        unit: metric.unit,
-        clock: clock(args),
-        axis: sweep
-            .as_ref()
-            .map_or_else(|| "configuration".to_string(), |(k, _)| k.clone()),
-        better: metric.better,
-        decimals: metric.decimals,
-        baseline_name: bname,
-        variant_name: vname,
-        cells: Vec::new(),
-    };
-    let mut log = match &args.run.results {
-        Some(p) => {
-            Some(std::fs::File::create(p).with_context(|| format!("creating {}", p.display()))?)
-        }
-        None => None,
-    };
-    let total = ops.len() * args.runs as usize * 2;
-    let mut done = 0;
-    for (label, arg) in &ops {
-        let mut per_metric: Vec<(String, Samples)> = Vec::new();
-        for i in 0..args.runs {
-            for (which, r) in [("baseline", &base_run), ("variant", &var_run)] {
-                let mut r = match arg {
-                    Some((k, v)) => with_arg(r, k, v),
-                    None => r.clone(),
-                };
-                let mut qemu = qemu.clone();
-                if launcher.is_none() {
-                    // The simulator is deterministic per seed: run i of both
-                    // configurations uses seed + i, so the runs sample the
-                    // seed's perturbation (docs/simulator.md) and baseline
-                    // and variant see the same perturbations.
-                    r.seed = Some(args.run.seed.unwrap_or(0) + u64::from(i));
-                } else if r.icount.is_some() {
-                    // Under --icount a run is a function of its seed: run i of
-                    // both configurations gets seed S+i (S = --seed, else 1), so
-                    // the spread is the result's sensitivity to start jitter.
-                    let seed = args.run.seed.unwrap_or(1).wrapping_add(u64::from(i));
-                    r.seed = Some(seed);
-                    qemu.seed = Some(seed);
-                }
-                done += 1;
-                eprintln!(
-                    "xtask: compare run {done}/{total}: {which} ({}), op {label}, run {}",
-                    if which == "baseline" {
-                        &table.baseline_name
-                    } else {
-                        &table.variant_name
-                    },
-                    i + 1
-                );
-                let result = match launcher {
-                    Some(l) => l.boot(
-                        &r.boot_config()?,
-                        &qemu,
-                        Duration::from_secs(args.run.timeout),
-                        false,
-                    )?,
-                    None => crate::simrun::run(&r, false)?,
-                };
-                if result.outcome != Outcome::Success {
-                    crate::report::print(&result, launcher.map(|l| l.kernel.as_path()));
-                    bail!(
-                        "{which} run {} (op {label}) failed: {}",
-                        i + 1,
-                        result.outcome
-                    );
-                }
-                let values = (metric.extract)(&result)?;
-                if table.title.is_empty() {
-                    table.title = (metric.title)(&result);
-                }
-                for (name, v) in values {
-                    let slot = match per_metric.iter().position(|(n, _)| *n == name) {
-                        Some(i) => i,
-                        None => {
-                            per_metric.push((name.clone(), Samples::default()));
-                            per_metric.len() - 1
-                        }
-                    };
-                    let s = &mut per_metric[slot].1;
-                    if which == "baseline" {
-                        s.baseline.push(v);
-                    } else {
-                        s.variant.push(v);
-                    }
-                    if let Some(f) = log.as_mut() {
-                        writeln!(
-                            f,
-                            "{}",
-                            serde_json::json!({"type": "compare_sample", "config": which,
-                                "op": label, "metric": name, "run": i + 1, "value": v})
-                        )?;
-                    }
-                }
-            }
-        }
-        for (name, s) in per_metric {
-            table.cells.push((label.clone(), name, s));
-        }
-    }
+    let (_, table) = f.tables.into_iter().next().context("no comparison")?;
     Ok(table)
-}
-
-/// A configuration's name: policy, pick, features, and the experiment
-/// arguments it does not share with `other` (so a `--variant-arg` shows).
-fn describe(r: &crate::cli::RunArgs, other: &crate::cli::RunArgs) -> String {
-    let mut s = format!("{} {}", r.policy, r.pick);
-    if !r.features.is_empty() {
-        s.push(' ');
-        s.push_str(&r.features);
-    }
-    for a in r.args.iter().filter(|a| !other.args.contains(a)) {
-        s.push(' ');
-        s.push_str(a);
-    }
-    s
-}
-
-fn with_arg(r: &crate::cli::RunArgs, key: &str, value: &str) -> crate::cli::RunArgs {
-    let mut r = r.clone();
-    r.args
-        .retain(|a| a.split_once('=').is_none_or(|(k, _)| k != key));
-    r.args.push(format!("{key}={value}"));
-    r
 }
 
 /// `KEY=V1,V2,...` → (key, values).
@@ -318,6 +221,7 @@ pub fn render(t: &Table, runs: u32) -> String {
         t.unit,
         clock_meaning(t.clock)
     );
+    let _ = writeln!(out, "machine:  {}", t.machine);
     let _ = writeln!(out, "baseline: {}", t.baseline_name);
     let _ = writeln!(out, "variant:  {}", t.variant_name);
     let (mean_name, best_name) = match t.better {
@@ -496,6 +400,7 @@ mod tests {
             unit: "seconds",
             clock: "icount",
             axis: "groups".into(),
+            machine: "8 CPUs".into(),
             better: Better::Lower,
             decimals: 4,
             baseline_name: "fair cfs".into(),
@@ -526,6 +431,7 @@ mod tests {
             unit: "seconds",
             clock: "sim",
             axis: "configuration".into(),
+            machine: "8 CPUs".into(),
             better: Better::Lower,
             decimals: 4,
             baseline_name: "a".into(),

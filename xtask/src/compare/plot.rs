@@ -57,7 +57,7 @@ pub fn svg(t: &Table) -> Result<String> {
                 let i = x.floor() as usize;
                 labels.get(i).cloned().unwrap_or_default()
             })
-            .x_desc(t.axis.as_str())
+            .x_desc(format!("{} (machine: {})", t.axis, t.machine))
             .y_desc(format!("{}, {} clock", t.unit, t.clock))
             .draw()
             .map_err(|e| anyhow!("plot: {e}"))?;
@@ -129,6 +129,7 @@ mod tests {
             unit: "time in seconds",
             clock: "icount",
             axis: "groups".into(),
+            machine: "2s8-nosmt: 16 CPUs".into(),
             better: Better::Lower,
             decimals: 4,
             baseline_name: "fair cfs".into(),
@@ -158,6 +159,10 @@ mod tests {
         assert!(svg.contains("fair cfs WA_SYNC"));
         // The axes say what the ops are and which clock the values are.
         assert!(svg.contains("groups"), "x axis names the sweep key");
+        assert!(
+            svg.contains("2s8-nosmt: 16 CPUs"),
+            "x axis names the machine"
+        );
         assert!(svg.contains("time in seconds, icount clock"));
         assert!(svg.contains("summed instructions"));
         // 4 bars + 4 whiskers + 8 sample dots at least.
