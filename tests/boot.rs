@@ -26,10 +26,30 @@ fn check_boot_record(r: &xtask::runner::RunResult, firmware: &str, cpus: u64) {
     );
 }
 
+/// The default experiment (what a first `cargo xtask run` does) boots, checks
+/// the machine and then shows scheduling: a hackbench with its decisions.
 #[test]
-fn bios_boot_reaches_banner() {
-    let r = Boot::new("boot").expect(Outcome::Success);
+fn bios_boot_reaches_banner_and_the_default_run_shows_scheduling() {
+    assert_eq!(bootcfg::DEFAULT_EXPERIMENT, "tour");
+    let r = Boot::new(bootcfg::DEFAULT_EXPERIMENT).expect(Outcome::Success);
     check_boot_record(&r, "bios", 2);
+    assert!(r.record("cpus").is_some(), "the machine check ran");
+    let h = r
+        .record("hackbench")
+        .unwrap_or_else(|| panic!("no hackbench record; console:\n{}", r.console()));
+    assert_eq!(
+        (h["groups"].as_u64(), h["loops"].as_u64()),
+        (Some(2), Some(50))
+    );
+    assert!(h["time_ns"].as_u64().unwrap() > 0);
+    let wake = &h["sched"]["wake"];
+    // 2 groups x 4 receivers x 4 senders x 50 messages: receivers block.
+    assert!(wake["nr_wakeups"].as_u64().unwrap() > 0, "{h}");
+    assert!(wake["wake_affine_attempts"].is_u64(), "{h}");
+    assert!(
+        h["sched"]["migrations"]["wakeup"]["smt_sibling"].is_u64(),
+        "{h}"
+    );
 }
 
 #[test]

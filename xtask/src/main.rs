@@ -145,6 +145,10 @@ fn finish_run(
         reporting_failed = true;
     }
     report::print(result, kernel);
+    println!(
+        "clock: {}",
+        xtask::compare::clock_meaning(xtask::compare::run_clock(args))
+    );
     if let Some(path) = &args.trace
         && let Err(e) = write_trace(path, &result.records)
     {

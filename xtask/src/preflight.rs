@@ -45,6 +45,13 @@ pub fn experiment_args(
     raw: &str,
     nr_cpus: usize,
 ) -> Result<workloads::Footprint> {
+    if experiment == "tour" {
+        // No arguments of its own; it runs the tour's hackbench.
+        workloads::args::Args::new(experiment, raw)
+            .finish()
+            .map_err(|e| anyhow::anyhow!("--arg: {e}"))?;
+        return experiment_args("hackbench", bootcfg::TOUR_HACKBENCH_ARGS, nr_cpus);
+    }
     let parsed = match workloads::Workload::parse(experiment, raw, nr_cpus) {
         Some(w) => w.map(|w| w.footprint(nr_cpus)),
         None => match workloads::kernel_only::check(experiment, raw, nr_cpus) {

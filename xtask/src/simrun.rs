@@ -49,7 +49,15 @@ pub fn config(args: &RunArgs) -> Result<schedsim::Config> {
                 .map_err(|e| anyhow::anyhow!("--profile {}: {e}", p.display()))?
         }
     };
-    let boot = args.boot_config()?;
+    let mut boot = args.boot_config()?;
+    if boot.experiment == "tour" {
+        // The tour's machine check is about real CPUs; its hackbench runs here.
+        if !boot.args.is_empty() {
+            bail!("--arg: the tour experiment takes no arguments");
+        }
+        boot.experiment = "hackbench".into();
+        boot.args = bootcfg::TOUR_HACKBENCH_ARGS.into();
+    }
     let cfg = schedsim::Config {
         topology,
         pick: boot.pick,

@@ -169,3 +169,22 @@ fn a_simulated_run_gives_the_kernels_trace_timeline() {
     let lat = xtask::trace::latency_table(&r.records).expect("latency table");
     assert!(lat.iter().any(|t| t.name.starts_with("hb-recv")), "{lat:?}");
 }
+
+#[test]
+fn the_default_experiment_runs_in_the_simulator_as_its_hackbench() {
+    let Cmd::Run(r) = Cli::parse_from(["xtask", "run", "--backend", "sim"]).command else {
+        unreachable!()
+    };
+    assert_eq!(r.experiment, "tour");
+    let res = xtask::simrun::run(&r, false).expect("the tour simulates");
+    assert_eq!(res.outcome, xtask::outcome::Outcome::Success);
+    let h = res.record("hackbench").expect("a hackbench record");
+    assert_eq!(
+        (h["groups"].as_u64(), h["loops"].as_u64()),
+        (Some(2), Some(50))
+    );
+    assert!(
+        h["sched"]["wake"]["nr_wakeups"].as_u64().unwrap() > 0,
+        "{h}"
+    );
+}

@@ -12,8 +12,13 @@ pub struct ExperimentInfo {
     pub test_only: bool,
 }
 
-/// Every experiment, the default (`boot`) first.
+/// Every experiment, the default (`tour`) first.
 pub const EXPERIMENTS: &[ExperimentInfo] = &[
+    ExperimentInfo {
+        name: "tour",
+        description: "the default: the machine check of `boot`, then a short hackbench (2 groups x 4 fds x 50 loops, threads over sockets) reported with its wakeup and migration decisions",
+        test_only: false,
+    },
     ExperimentInfo {
         name: "boot",
         description: "bring the machine up, print the banner and the boot record, exit",

@@ -107,7 +107,11 @@ pub const SEED_JITTER_MAX_NS: u64 = 20_000;
 pub const TRACE_MAX: u32 = 1 << 22;
 
 /// The experiment run when nothing is configured.
-pub const DEFAULT_EXPERIMENT: &str = "boot";
+pub const DEFAULT_EXPERIMENT: &str = "tour";
+
+/// The hackbench the `tour` experiment runs after the machine check: small
+/// enough for a first run, busy enough to wake, place and migrate threads.
+pub const TOUR_HACKBENCH_ARGS: &str = "groups:2,fds:4,loops:50";
 
 impl Default for BootConfig {
     fn default() -> Self {

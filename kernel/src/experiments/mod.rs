@@ -9,6 +9,7 @@ mod faults;
 mod fpu;
 mod latency;
 mod stress;
+mod tour;
 
 use crate::arch::qemu::ExitCode;
 use crate::machine::Machine;
@@ -25,6 +26,7 @@ pub fn run(name: &str, raw_args: &str, machine: &Machine) -> ExitCode {
                 "stress" => stress::run(machine, &mut a),
                 "latency" => latency::run(machine, &mut a),
                 "fpu-check" => fpu::run(machine, &mut a),
+                "tour" => tour::run(machine),
                 _ => Ok(run_simple(name, machine)),
             };
             result.and_then(|code| a.finish().map(|()| code))

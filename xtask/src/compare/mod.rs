@@ -50,7 +50,12 @@ pub struct Table {
 
 /// The clock a comparison's numbers come from.
 pub fn clock(a: &CompareArgs) -> &'static str {
-    match (a.run.backend, a.run.icount) {
+    run_clock(&a.run)
+}
+
+/// The clock one run's times come from: "sim", "icount" or "host".
+pub fn run_clock(r: &RunArgs) -> &'static str {
+    match (r.backend, r.icount) {
         (Backend::Sim, _) => "sim",
         (Backend::Qemu, Some(_)) => "icount",
         (Backend::Qemu, None) => "host",
