@@ -8,6 +8,34 @@ use plotters::prelude::*;
 use super::Table;
 use super::stats::{self, Better};
 
+/// What the bars along x are: the sweep key; without a sweep, the metrics
+/// when there are several, else the two configurations.
+fn x_axis(t: &Table) -> String {
+    let several_metrics = t.cells.iter().any(|(_, m, _)| !m.is_empty());
+    match (t.axis.as_str(), several_metrics) {
+        ("configuration", true) => "metric".to_string(),
+        (a, true) => format!("{a} / metric"),
+        (a, false) => a.to_string(),
+    }
+}
+
+/// The y axis: the unit, and for times the clock they come from; a count
+/// (messages, migrations, transactions) names the backend that made it.
+fn y_axis(t: &Table) -> String {
+    let timed =
+        t.unit.contains("seconds") || t.unit.contains("microseconds") || t.unit.contains("/s");
+    if timed {
+        format!("{}, {} clock", t.unit, t.clock)
+    } else {
+        let backend = match t.clock {
+            "sim" => "simulator",
+            "icount" => "QEMU icount",
+            _ => "QEMU",
+        };
+        format!("{} ({backend} runs)", t.unit)
+    }
+}
+
 /// Renders `t` as an SVG document.
 pub fn svg(t: &Table) -> Result<String> {
     let mut out = String::new();
@@ -57,8 +85,8 @@ pub fn svg(t: &Table) -> Result<String> {
                 let i = x.floor() as usize;
                 labels.get(i).cloned().unwrap_or_default()
             })
-            .x_desc(format!("{} (machine: {})", t.axis, t.machine))
-            .y_desc(format!("{}, {} clock", t.unit, t.clock))
+            .x_desc(format!("{} (machine: {})", x_axis(t), t.machine))
+            .y_desc(y_axis(t))
             .draw()
             .map_err(|e| anyhow!("plot: {e}"))?;
         fn base(s: &super::Samples) -> &Vec<f64> {
@@ -168,5 +196,39 @@ mod tests {
         // 4 bars + 4 whiskers + 8 sample dots at least.
         assert!(svg.matches("<rect").count() >= 4);
         assert!(svg.matches("<circle").count() >= 8);
+    }
+
+    #[test]
+    fn axes_say_what_counts_and_metrics_are() {
+        let mut t = Table {
+            title: "hackbench-thread-pipes".into(),
+            unit: "migrations in the timed interval",
+            clock: "sim",
+            axis: "configuration".into(),
+            machine: "8 CPUs".into(),
+            better: Better::Lower,
+            decimals: 0,
+            baseline_name: "a".into(),
+            variant_name: "b".into(),
+            cells: vec![(
+                "-".into(),
+                "cross-MC".into(),
+                Samples {
+                    baseline: vec![1.0],
+                    variant: vec![2.0],
+                },
+            )],
+        };
+        assert_eq!(x_axis(&t), "metric");
+        assert_eq!(
+            y_axis(&t),
+            "migrations in the timed interval (simulator runs)"
+        );
+        t.axis = "groups".into();
+        assert_eq!(x_axis(&t), "groups / metric");
+        t.unit = "time in seconds";
+        t.cells[0].1 = String::new();
+        assert_eq!(x_axis(&t), "groups");
+        assert_eq!(y_axis(&t), "time in seconds, sim clock");
     }
 }
