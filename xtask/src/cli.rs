@@ -9,6 +9,7 @@ use crate::build::Firmware;
 use crate::machine::Machine;
 use crate::preset::{self, PRESETS};
 use crate::qemu::QemuConfig;
+use crate::trace::TraceFormat;
 
 /// schedlab's build, run and test driver.
 #[derive(Parser, Debug)]
@@ -163,9 +164,14 @@ pub struct RunArgs {
     #[arg(long = "arg", value_name = "KEY=VALUE")]
     pub args: Vec<String>,
     /// Record a scheduler trace (switches, wakeups, migrations, forks) and
-    /// write it to FILE as a Chrome/Perfetto timeline (ui.perfetto.dev).
+    /// write it to FILE as a timeline for ui.perfetto.dev (see --trace-format).
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
+    /// What --trace writes: chrome (trace-event JSON: a track per CPU and
+    /// per thread, wakeup-to-run flows) or ftrace (the sched_* lines
+    /// `trace-cmd report` prints). Both open in ui.perfetto.dev.
+    #[arg(long, value_enum, default_value_t = TraceFormat::Chrome, requires = "trace")]
+    pub trace_format: TraceFormat,
     /// Trace events kept per CPU (the first ones; later ones are counted as dropped).
     #[arg(long, default_value_t = 65_536, value_name = "N")]
     pub trace_events: u32,

@@ -10,7 +10,7 @@
 //! - [`runner`]: run QEMU with a timeout, split log lines from result records
 //! - [`outcome`]: what a run's exit status means
 //! - [`symbolize`]: map a faulting RIP back to a function and source line
-//! - [`trace`]: the kernel's scheduler trace as a Chrome/Perfetto timeline
+//! - [`trace`]: the kernel's scheduler trace as a Chrome/Perfetto timeline or ftrace text
 //! - [`seeds`]: the seed threads' comparisons as one command each
 //! - [`compare`]: baseline-vs-variant runs and the mmtests compare-kernels table
 //! - [`published`]: the seeds' published numbers, their mapping and verdicts

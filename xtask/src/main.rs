@@ -150,7 +150,7 @@ fn finish_run(
         xtask::compare::clock_meaning(xtask::compare::run_clock(args))
     );
     if let Some(path) = &args.trace
-        && let Err(e) = write_trace(path, &result.records)
+        && let Err(e) = write_trace(args, path, &result.records)
     {
         eprintln!("xtask: error: --trace: {e:#}");
         reporting_failed = true;
@@ -176,27 +176,28 @@ fn write_results(path: &std::path::Path, records: &[serde_json::Value]) -> Resul
     Ok(())
 }
 
-/// `--trace FILE`: the run's scheduler trace as a Chrome/Perfetto timeline,
-/// and the `perf sched latency`-style table.
-fn write_trace(path: &std::path::Path, records: &[serde_json::Value]) -> Result<()> {
-    {
-        let (trace, s) = xtask::trace::chrome_trace(records)?;
-        std::fs::write(path, serde_json::to_vec(&trace)?)
-            .with_context(|| format!("writing {}", path.display()))?;
-        let dropped = if s.dropped > 0 {
-            format!(", {} dropped: raise --trace-events", s.dropped)
-        } else {
-            String::new()
-        };
-        println!(
-            "trace: {} events on {} CPUs{dropped}, {} threads -> {} (open in ui.perfetto.dev)",
-            s.events,
-            s.cpus,
-            s.threads,
-            path.display()
-        );
-        print_sched_latency(&xtask::trace::latency_table(records)?);
-    }
+/// `--trace FILE`: the run's scheduler trace in `--trace-format`, and the
+/// `perf sched latency`-style table.
+fn write_trace(
+    args: &RunArgs,
+    path: &std::path::Path,
+    records: &[serde_json::Value],
+) -> Result<()> {
+    let s = xtask::trace::write(path, args.trace_format, records)?;
+    let dropped = if s.dropped > 0 {
+        format!(", {} dropped: raise --trace-events", s.dropped)
+    } else {
+        String::new()
+    };
+    println!(
+        "trace: {} events on {} CPUs{dropped}, {} threads -> {} ({}; open in ui.perfetto.dev)",
+        s.events,
+        s.cpus,
+        s.threads,
+        path.display(),
+        args.trace_format.describe()
+    );
+    print_sched_latency(&xtask::trace::latency_table(records)?);
     Ok(())
 }
 

@@ -72,6 +72,10 @@ pub(crate) struct Task {
 pub(crate) struct Cpu {
     pub generation: u64,
     pub curr: Option<TaskId>,
+    /// The trace's thread number of `curr` (0 = idle), kept when it exits
+    /// so the switch away from an exiting task names it, as the kernel's
+    /// trace does.
+    pub curr_tid: u64,
     pub seg_start: u64,
     /// Speed in per-mille of full speed.
     pub rate: u64,
@@ -427,7 +431,7 @@ impl Engine {
         if prev != next {
             self.world.lock().expect("world").counters[cpu].switches += 1;
             if self.trace.is_some() {
-                let (a, b) = (self.tid(next), self.tid(prev));
+                let (a, b) = (self.tid(next), self.cpus[cpu].curr_tid);
                 self.trace(cpu, Kind::Switch, a, b, 0);
             }
             if let Some(p) = prev
@@ -469,6 +473,7 @@ impl Engine {
             }
         }
         self.cpus[cpu].curr = next;
+        self.cpus[cpu].curr_tid = self.tid(next);
         if prev.is_some() != next.is_some() {
             self.rerate_siblings(cpu);
         }
