@@ -66,3 +66,15 @@ fn uefi_boot_reaches_banner() {
     let r = b.expect(Outcome::Success);
     check_boot_record(&r, "uefi", 4);
 }
+
+/// A server without a display: no default devices (so no VGA), only the
+/// serial port and the disk xtask adds. UEFI boots it; legacy BIOS cannot
+/// (xtask refuses that before booting, see `QemuConfig::validate`).
+#[test]
+fn uefi_boots_headless_with_no_default_devices() {
+    let mut b = Boot::new("boot");
+    b.firmware = Firmware::Uefi;
+    b.extra_args = vec!["-nodefaults"];
+    let r = b.expect(Outcome::Success);
+    check_boot_record(&r, "uefi", 2);
+}

@@ -30,6 +30,8 @@ pub struct Boot {
     pub firmware: Firmware,
     pub machine: Machine,
     pub timeout: Duration,
+    /// Extra QEMU arguments (`--qemu-arg`).
+    pub extra_args: Vec<&'static str>,
 }
 
 impl Boot {
@@ -49,6 +51,7 @@ impl Boot {
                 ..Machine::default()
             },
             timeout: Duration::from_secs(120),
+            extra_args: Vec::new(),
         }
     }
 
@@ -69,7 +72,7 @@ impl Boot {
             firmware: self.firmware,
             icount_shift: self.icount,
             seed: self.seed,
-            extra_args: Vec::new(),
+            extra_args: self.extra_args.iter().map(|a| a.to_string()).collect(),
         };
         launcher
             .boot(&config, &qemu, self.timeout, false)

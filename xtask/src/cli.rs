@@ -418,9 +418,9 @@ impl RunArgs {
         })
     }
 
-    /// The QEMU configuration.
+    /// The QEMU configuration (validated: see [`QemuConfig::validate`]).
     pub fn qemu(&self) -> Result<QemuConfig> {
-        Ok(QemuConfig {
+        let q = QemuConfig {
             machine: self.machine()?,
             firmware: if self.uefi {
                 Firmware::Uefi
@@ -430,6 +430,10 @@ impl RunArgs {
             icount_shift: self.icount,
             seed: self.seed,
             extra_args: self.qemu_args.clone(),
-        })
+        };
+        if self.backend == Backend::Qemu {
+            q.validate()?;
+        }
+        Ok(q)
     }
 }

@@ -28,6 +28,22 @@ pub struct QemuConfig {
 }
 
 impl QemuConfig {
+    /// Refuses what cannot boot, before any build: a legacy-BIOS boot with no
+    /// VGA device. bootloader 0.11.15's BIOS stage 2 asks the video BIOS for
+    /// VESA modes (int 0x10, AX=0x4F00) and stops when there is none, before
+    /// it prints anything on the serial port; UEFI boots headless.
+    pub fn validate(&self) -> Result<()> {
+        if self.firmware == Firmware::Bios && !has_vga(&self.extra_args) {
+            anyhow::bail!(
+                "--qemu-arg {}: a machine without a VGA device cannot boot through legacy BIOS \
+                 (bootloader 0.11.15's BIOS stage needs a VESA video BIOS and hangs silently \
+                 without one); boot headless with --uefi, as a server without VGA would",
+                self.extra_args.join(" ")
+            );
+        }
+        Ok(())
+    }
+
     /// The full command for booting `image`. For UEFI, a private copy of the
     /// OVMF variable store is placed next to the image.
     pub fn command(&self, image: &Path) -> Result<Command> {
@@ -98,4 +114,69 @@ pub fn display(cmd: &Command) -> String {
         s.push_str(&a.to_string_lossy());
     }
     s
+}
+
+/// Whether QEMU's extra arguments leave the machine a VGA device: q35 has
+/// one unless `-nodefaults` or `-vga none`, and `-vga TYPE` or a display
+/// `-device` adds one back.
+pub fn has_vga(extra: &[String]) -> bool {
+    let mut vga = true;
+    let mut it = extra.iter().map(String::as_str).peekable();
+    while let Some(a) = it.next() {
+        let value = |it: &mut std::iter::Peekable<_>| it.next().unwrap_or("");
+        match a {
+            "-nodefaults" => vga = false,
+            "-vga" => vga = value(&mut it) != "none",
+            "-device" => {
+                let d: &str = value(&mut it);
+                let model = d.split(',').next().unwrap_or("");
+                if [
+                    "VGA",
+                    "cirrus-vga",
+                    "bochs-display",
+                    "virtio-vga",
+                    "qxl-vga",
+                    "secondary-vga",
+                    "ati-vga",
+                    "vmware-svga",
+                ]
+                .contains(&model)
+                {
+                    vga = true;
+                }
+            }
+            _ => {}
+        }
+    }
+    vga
+}
+
+#[cfg(test)]
+mod vga_tests {
+    use super::*;
+
+    fn v(args: &[&str]) -> Vec<String> {
+        args.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn headless_machines_are_recognised() {
+        assert!(has_vga(&v(&[])));
+        assert!(!has_vga(&v(&["-nodefaults"])));
+        assert!(!has_vga(&v(&["-vga", "none"])));
+        assert!(has_vga(&v(&["-nodefaults", "-vga", "std"])));
+        assert!(has_vga(&v(&["-nodefaults", "-device", "VGA,vgamem_mb=16"])));
+        assert!(!has_vga(&v(&["-nodefaults", "-device", "e1000"])));
+        let q = |firmware, extra: &[&str]| QemuConfig {
+            machine: crate::machine::Machine::default(),
+            firmware,
+            icount_shift: None,
+            seed: None,
+            extra_args: v(extra),
+        };
+        let e = q(Firmware::Bios, &["-nodefaults"]).validate().unwrap_err();
+        assert!(e.to_string().contains("--uefi"), "{e}");
+        q(Firmware::Uefi, &["-nodefaults"]).validate().unwrap();
+        q(Firmware::Bios, &[]).validate().unwrap();
+    }
 }
