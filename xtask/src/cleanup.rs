@@ -39,7 +39,31 @@ pub fn keep() -> bool {
     KEEP.load(Ordering::Relaxed)
 }
 
-/// Records a started QEMU.
+/// Makes `cmd`'s process die with xtask however xtask ends (even SIGKILL:
+/// `PR_SET_PDEATHSIG`), in its own process group so a terminal's Ctrl-C
+/// reaches xtask only, which then kills it and reports. Register the
+/// started process with [`register_qemu`] so signals to xtask kill it too.
+pub fn tie_to_xtask(cmd: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt as _;
+    cmd.process_group(0);
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: the closure runs in the child between fork and exec and calls
+    // only async-signal-safe functions (prctl, getppid, _exit).
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if libc::getppid() != parent {
+                libc::_exit(1); // xtask already gone
+            }
+            Ok(())
+        });
+    }
+}
+
+/// Records a started QEMU (or any child process xtask must not leave behind:
+/// a sweep's run in its own process).
 pub fn register_qemu(pid: u32) {
     live().qemu.push(pid);
 }
@@ -105,7 +129,7 @@ pub fn install() -> Result<()> {
             if let Some(sig) = signals.forever().next() {
                 let n = kill_all();
                 eprintln!(
-                    "xtask: {} received: {n} QEMU process(es) killed{}; exiting with status {}",
+                    "xtask: {} received: {n} child process(es) (QEMU, sweep runs) killed{}; exiting with status {}",
                     signal_name(sig),
                     if keep() { "" } else { ", run folders removed" },
                     128 + sig

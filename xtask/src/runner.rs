@@ -7,7 +7,7 @@
 //! malformed record is reported, not dropped silently).
 
 use std::io::{BufRead, BufReader, Read};
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::unix::process::ExitStatusExt;
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -85,23 +85,9 @@ pub fn run(mut cmd: Command, timeout: Duration, echo: bool) -> Result<RunResult>
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     // Own process group: a terminal's Ctrl-C reaches xtask, which kills QEMU
-    // and reports (`cleanup`), instead of QEMU exiting by itself.
-    cmd.process_group(0);
-    let parent = std::process::id() as libc::pid_t;
-    // SAFETY: the closure runs in the child between fork and exec and calls
-    // only async-signal-safe functions (prctl, getppid, _exit).
-    unsafe {
-        cmd.pre_exec(move || {
-            // QEMU dies with xtask, however xtask ends (even SIGKILL).
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            if libc::getppid() != parent {
-                libc::_exit(1); // xtask already gone
-            }
-            Ok(())
-        });
-    }
+    // and reports (`cleanup`), instead of QEMU exiting by itself; and QEMU
+    // dies with xtask, however xtask ends.
+    crate::cleanup::tie_to_xtask(&mut cmd);
     let start = Instant::now();
     let mut child = cmd.spawn().context("starting qemu-system-x86_64")?;
     crate::cleanup::register_qemu(child.id());

@@ -38,6 +38,20 @@ pub fn run(seed: &str, full: bool, extra: &[String]) -> Result<i32> {
     let first = parts[0].1.clone();
     if let Some(dir) = &first.from {
         let f = sweep::from_dir(dir)?;
+        let held = (f.header.seed.as_deref(), f.header.full);
+        if held != (Some(recipe.seed), full) {
+            bail!(
+                "{} holds {}, not seed {} ({} form)",
+                dir.display(),
+                match held {
+                    (Some(s), fl) =>
+                        format!("seed {s} ({} form)", if fl { "full" } else { "quick" }),
+                    (None, _) => "a plain comparison".to_string(),
+                },
+                recipe.seed,
+                if full { "full" } else { "quick" }
+            );
+        }
         return report(seed, full, &f, first.run.results.as_deref());
     }
     for (_, a) in &parts {
@@ -58,6 +72,7 @@ pub fn run(seed: &str, full: bool, extra: &[String]) -> Result<i32> {
         },
         &named,
     )?;
+    plan.isolate = true;
     if first.engine == crate::cli::Engine::Slurm {
         sweep::slurm::preflight(&first)?;
     }

@@ -102,6 +102,7 @@ pub fn run(args: &CompareArgs) -> Result<i32> {
         crate::preflight::writable("--plot", p)?;
     }
     let mut plan = sweep::plan(&sweep::Kind::Compare, &[(String::new(), args.clone())])?;
+    plan.isolate = true;
     if args.engine == Engine::Slurm {
         sweep::slurm::preflight(args)?;
     }

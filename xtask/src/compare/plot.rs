@@ -4,6 +4,7 @@
 
 use anyhow::{Result, anyhow};
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::Table;
 use super::stats::{self, Better};
@@ -80,11 +81,8 @@ pub fn svg(t: &Table) -> Result<String> {
         chart
             .configure_mesh()
             .disable_x_mesh()
-            .x_labels(n)
-            .x_label_formatter(&|x| {
-                let i = x.floor() as usize;
-                labels.get(i).cloned().unwrap_or_default()
-            })
+            // The op labels are drawn below, one under each pair of bars.
+            .x_labels(0)
             .x_desc(format!("{} (machine: {})", x_axis(t), t.machine))
             .y_desc(y_axis(t))
             .draw()
@@ -132,6 +130,18 @@ pub fn svg(t: &Table) -> Result<String> {
                     .map(move |&v| Circle::new((x, v), 3, BLACK.filled()))
             });
             chart.draw_series(dots).map_err(|e| anyhow!("plot: {e}"))?;
+        }
+        // Each op's label centred under its pair of bars (plotters' own x
+        // labels fall on round numbers, not on the bars).
+        for (i, label) in labels.iter().enumerate() {
+            let (px, py) = chart.backend_coord(&(i as f64 + 0.5, 0.0));
+            root.draw(&Text::new(
+                label.clone(),
+                (px, py + 6),
+                TextStyle::from(("sans-serif", 13).into_font())
+                    .pos(Pos::new(HPos::Center, VPos::Top)),
+            ))
+            .map_err(|e| anyhow!("plot: {e}"))?;
         }
         chart
             .configure_series_labels()

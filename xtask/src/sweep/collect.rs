@@ -8,7 +8,8 @@ use anyhow::Result;
 
 use super::dir::{Header, SweepDir};
 use super::plan::Task;
-use crate::compare::{Samples, Table, metrics};
+use crate::compare::stats::Better;
+use crate::compare::{Samples, Table};
 
 /// (part name, table) for every part, in the header's order.
 pub type PartTables = Vec<(String, Table)>;
@@ -30,10 +31,10 @@ pub fn tables(
     let mut missing = Vec::new();
     let mut out = Vec::new();
     for part in &header.parts {
-        let metric = metrics::for_experiment_metric(&part.experiment, part.metric.as_deref())?;
         let mut table = Table {
             title: String::new(),
-            unit: metric.unit,
+            // The directory's own description (a few strings per sweep).
+            unit: Box::leak(part.unit.clone().into_boxed_str()),
             clock: match part.clock.as_str() {
                 "sim" => "sim",
                 "icount" => "icount",
@@ -41,8 +42,12 @@ pub fn tables(
             },
             axis: part.axis.clone(),
             machine: part.machine.clone(),
-            better: metric.better,
-            decimals: metric.decimals,
+            better: if part.better == "higher" {
+                Better::Higher
+            } else {
+                Better::Lower
+            },
+            decimals: part.decimals,
             baseline_name: part.baseline.clone(),
             variant_name: part.variant.clone(),
             cells: Vec::new(),
@@ -131,6 +136,9 @@ pub fn describe_missing(dir: &SweepDir, tasks: &[Task], missing: &[Missing]) -> 
             t.run,
             m.why
         );
+        if m.why != "missing" && dir.log_path(t.task).exists() {
+            let _ = writeln!(s, "    log: {}", dir.log_path(t.task).display());
+        }
     }
     if missing.len() > SHOWN {
         let _ = writeln!(s, "  ... and {} more", missing.len() - SHOWN);

@@ -186,17 +186,35 @@ impl SweepDir {
         self.path.join("runs").join(format!("{task:05}.{ext}"))
     }
 
-    /// Task `task`'s result, if it has one (a result file that cannot be
-    /// read is an error, not a missing run).
+    /// Task `task`'s result, if it has one. A result file that does not
+    /// parse (what a crash or a lost node can leave) counts as missing, with
+    /// a warning, so the run is simply made again.
     pub fn result(&self, task: usize) -> Result<Option<TaskResult>> {
         let p = self.run_file(task, "json");
         match std::fs::read_to_string(&p) {
-            Ok(text) => Ok(Some(
-                serde_json::from_str(&text).with_context(|| format!("parsing {}", p.display()))?,
-            )),
+            Ok(text) => match serde_json::from_str(&text) {
+                Ok(r) => Ok(Some(r)),
+                Err(e) => {
+                    eprintln!(
+                        "xtask: warning: {} does not parse ({e}); task {task} counts as not run",
+                        p.display()
+                    );
+                    Ok(None)
+                }
+            },
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(e).with_context(|| format!("reading {}", p.display())),
         }
+    }
+
+    /// Forgets a result that is not a success, before the run is made again
+    /// (so nothing waiting for the new result mistakes the old one for it).
+    pub fn clear_unsuccessful(&self, task: usize) -> Result<()> {
+        let p = self.run_file(task, "json");
+        if p.exists() && !self.done(task)? {
+            std::fs::remove_file(&p).with_context(|| format!("removing {}", p.display()))?;
+        }
+        Ok(())
     }
 
     /// Whether task `task` has succeeded already.
@@ -227,11 +245,24 @@ impl SweepDir {
         self.run_file(task, "log")
     }
 
-    /// Writes `rel` atomically (temporary file, then rename).
+    /// Writes `rel` atomically and durably: a temporary file named after it
+    /// and this process, flushed to disk, then renamed over it.
     pub fn write(&self, rel: &str, bytes: &[u8]) -> Result<()> {
         let p = self.path.join(rel);
-        let tmp = p.with_extension(format!("tmp{}", std::process::id()));
-        std::fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
-        std::fs::rename(&tmp, &p).with_context(|| format!("renaming to {}", p.display()))
+        let mut name = p.file_name().unwrap_or_default().to_os_string();
+        name.push(format!(".tmp{}", std::process::id()));
+        let tmp = p.with_file_name(name);
+        let mut f =
+            std::fs::File::create(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
+        f.write_all(bytes)
+            .and_then(|()| f.sync_all())
+            .with_context(|| format!("writing {}", tmp.display()))?;
+        std::fs::rename(&tmp, &p).with_context(|| format!("renaming to {}", p.display()))?;
+        if let Some(parent) = p.parent()
+            && let Ok(d) = std::fs::File::open(parent)
+        {
+            let _ = d.sync_all();
+        }
+        Ok(())
     }
 }

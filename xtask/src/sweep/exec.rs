@@ -71,3 +71,47 @@ pub fn execute(
     dir.write_result(&res, &records, log.as_deref())?;
     Ok(res)
 }
+
+/// Runs `task` in a child process (`exe sweep-task DIR --task N`), so a
+/// panic in the simulator (the scheduler core's asserts abort: the
+/// workspace builds with `panic = "abort"`) ends that run, not the sweep: a
+/// child that ends without writing a result gets a failed one, with its
+/// stderr as the log.
+pub fn execute_in_child(dir: &SweepDir, task: &Task, exe: &std::path::Path) -> Result<TaskResult> {
+    let mut cmd = std::process::Command::new(exe);
+    cmd.arg("sweep-task")
+        .arg(&dir.path)
+        .arg("--task")
+        .arg(task.task.to_string())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    crate::cleanup::tie_to_xtask(&mut cmd);
+    let t0 = Instant::now();
+    let child = cmd
+        .spawn()
+        .with_context(|| format!("starting {}", exe.display()))?;
+    let pid = child.id();
+    crate::cleanup::register_qemu(pid);
+    let out = child.wait_with_output();
+    crate::cleanup::unregister_qemu(pid);
+    let out = out.context("waiting for a sweep run")?;
+    if let Some(r) = dir.result(task.task)? {
+        return Ok(r);
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let res = TaskResult {
+        task: task.task,
+        outcome: "crashed".into(),
+        success: false,
+        wall_s: t0.elapsed().as_secs_f64(),
+        title: String::new(),
+        values: Vec::new(),
+        error: Some(format!(
+            "the run's process ended with {} and wrote no result",
+            out.status
+        )),
+    };
+    dir.write_result(&res, &[], Some(&stderr))?;
+    Ok(res)
+}

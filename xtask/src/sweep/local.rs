@@ -4,6 +4,7 @@
 //! one per vCPU for multi-threaded TCG, capped at `--jobs`). Runs start in
 //! matrix order; a run that needs more free cores than there are waits
 //! for them rather than being overtaken, so a big run is never starved.
+//! With `isolate`, each run is a child process, so a crash ends one run.
 
 use std::sync::{Condvar, Mutex};
 
@@ -23,6 +24,7 @@ pub fn run(
     todo: &[Task],
     launcher: Option<&Launcher>,
     jobs: u32,
+    isolate: Option<&std::path::Path>,
     mut progress: Progress,
 ) -> Result<Progress> {
     let weights: Vec<u32> = todo
@@ -64,7 +66,10 @@ pub fn run(
                         }
                     };
                     let t = &todo[i];
-                    let res = super::exec::execute(dir, header, t, launcher);
+                    let res = match isolate {
+                        Some(exe) => super::exec::execute_in_child(dir, t, exe),
+                        None => super::exec::execute(dir, header, t, launcher),
+                    };
                     let mut st = lock();
                     st.free += w;
                     st.progress.running -= 1;

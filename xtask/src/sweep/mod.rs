@@ -42,6 +42,10 @@ pub struct Plan {
     pub tasks: Vec<Task>,
     /// The options of the engine (from the first part's compare options).
     pub opts: CompareArgs,
+    /// Run each simulator run in a child process (`xtask sweep-task`), so a
+    /// panic fails one run instead of the sweep. Set by the command line
+    /// (the running executable is xtask); library callers run in-process.
+    pub isolate: bool,
 }
 
 /// A sweep after running: its directory and tables.
@@ -86,6 +90,7 @@ pub fn plan(kind: &Kind, parts: &[(String, CompareArgs)]) -> Result<Plan> {
         },
         tasks,
         opts: first.clone(),
+        isolate: false,
     })
 }
 
@@ -94,8 +99,13 @@ impl Plan {
     /// the build>`, so the same command on the same build resumes and a
     /// changed one starts afresh.
     pub fn default_dir(&self) -> PathBuf {
+        // Everything that makes the sweep what it is (not the command line).
+        let header = Header {
+            command: String::new(),
+            ..self.header.clone()
+        };
         let mut key = serde_json::to_string(&self.tasks).unwrap_or_default();
-        key.push_str(&self.header.build);
+        key.push_str(&serde_json::to_string(&header).unwrap_or_default());
         let hash = twox_hash::XxHash64::oneshot(0, key.as_bytes());
         let what = match (&self.header.seed, self.header.full) {
             (Some(s), false) => format!("seed{s}"),
@@ -127,6 +137,9 @@ impl Plan {
         let mut todo = Vec::new();
         for t in &self.tasks {
             if !d.done(t.task)? {
+                // A failed run is made again: its old result must not be
+                // taken for the new one.
+                d.clear_unsuccessful(t.task)?;
                 todo.push(t.clone());
             }
         }
@@ -145,7 +158,20 @@ impl Plan {
         let progress = progress::Progress::new(self.tasks.len(), before);
         match self.opts.engine {
             Engine::Local => {
-                local::run(&d, &self.header, &todo, launcher, jobs, progress)?;
+                let exe = if self.isolate && launcher.is_none() {
+                    Some(std::env::current_exe().context("locating xtask")?)
+                } else {
+                    None
+                };
+                local::run(
+                    &d,
+                    &self.header,
+                    &todo,
+                    launcher,
+                    jobs,
+                    exe.as_deref(),
+                    progress,
+                )?;
             }
             Engine::Slurm => {
                 let waited = slurm::submit(

@@ -30,6 +30,14 @@ pub struct PartSpec {
     pub clock: String,
     /// The machine: preset name (if any) and shape.
     pub machine: String,
+    /// The metric's unit, "lower" or "higher" (which is better) and
+    /// decimals, so the directory renders without today's code.
+    pub unit: String,
+    pub better: String,
+    pub decimals: usize,
+    /// xxHash64 of the simulator's `--profile` file: a resume with another
+    /// profile is another sweep.
+    pub profile: Option<String>,
 }
 
 /// One run of the matrix.
@@ -56,7 +64,7 @@ pub fn compare_part(
     if args.run.trace.is_some() {
         bail!("--trace records one run: use it with `cargo xtask run`, not compare");
     }
-    metrics::for_experiment_metric(&args.run.experiment, args.metric.as_deref())?;
+    let metric = metrics::for_experiment_metric(&args.run.experiment, args.metric.as_deref())?;
     let base_run = args.run.clone();
     let mut var_run = args.run.clone();
     if let Some(f) = &args.variant_features {
@@ -146,6 +154,17 @@ pub fn compare_part(
                 .map_or(String::new(), |t| format!("{t}: ")),
             args.run.machine()?.shape()
         ),
+        unit: metric.unit.to_string(),
+        better: match metric.better {
+            crate::compare::stats::Better::Lower => "lower",
+            crate::compare::stats::Better::Higher => "higher",
+        }
+        .to_string(),
+        decimals: metric.decimals,
+        profile: match &args.run.profile {
+            Some(p) => Some(super::file_hash(p)?),
+            None => None,
+        },
     };
     Ok((spec, tasks))
 }

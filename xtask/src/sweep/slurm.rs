@@ -28,6 +28,52 @@ use crate::launch::{ENV_BOOT_TOOL, ENV_KERNEL, Launcher};
 const CHUNK: usize = 1000;
 /// How often the directory is polled while waiting.
 const POLL: Duration = Duration::from_secs(2);
+/// squeue failures in a row (at [`POLL`] intervals) before waiting gives up.
+const SQUEUE_ERRORS: u32 = 150;
+
+/// The arrays submitted for this directory: (job id, task offset), from
+/// `DIR/slurm/jobs.txt`.
+fn submitted(d: &SweepDir) -> Vec<(String, usize)> {
+    std::fs::read_to_string(d.path.join("slurm/jobs.txt"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| {
+            let mut w = l.split_whitespace();
+            let job = w.next()?.to_string();
+            let offset = w.next().and_then(|o| o.parse().ok()).unwrap_or(0);
+            Some((job, offset))
+        })
+        .collect()
+}
+
+/// Task ids of `jobs` that Slurm still has queued or running.
+fn queued_tasks(jobs: &[(String, usize)]) -> Result<std::collections::BTreeSet<usize>> {
+    let ids: Vec<&str> = jobs.iter().map(|(j, _)| j.as_str()).collect();
+    let out = Command::new("squeue")
+        .args(["--noheader", "--array", "--format=%i", "--jobs"])
+        .arg(ids.join(","))
+        .output()
+        .context("running squeue")?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        if err.contains("Invalid job id") {
+            return Ok(Default::default());
+        }
+        bail!("squeue failed ({}): {}", out.status, err.trim());
+    }
+    Ok(parse_queued(&String::from_utf8_lossy(&out.stdout), jobs))
+}
+
+/// `JOB_INDEX` lines of `squeue --array --format=%i` as task ids.
+fn parse_queued(text: &str, jobs: &[(String, usize)]) -> std::collections::BTreeSet<usize> {
+    text.lines()
+        .filter_map(|l| {
+            let (job, idx) = l.trim().split_once('_')?;
+            let offset = jobs.iter().find(|(j, _)| j == job)?.1;
+            Some(offset + idx.parse::<usize>().ok()?)
+        })
+        .collect()
+}
 
 /// The engine's options.
 #[derive(Clone, Debug, PartialEq)]
@@ -71,16 +117,13 @@ impl Options {
                     continue;
                 }
                 let origin = format!("--slurm-config {} line {}", p.display(), i + 1);
-                let (k, v) = line
-                    .split_once('=')
-                    .with_context(|| format!("{origin}: expected KEY=VALUE, got '{line}'"))?;
+                let (k, v) = line.split_once('=').unwrap_or((line, ""));
                 set(k.trim(), v.trim(), &origin)?;
             }
         }
         for o in &a.slurm {
-            let (k, v) = o
-                .split_once('=')
-                .with_context(|| format!("--slurm {o}: expected KEY=VALUE"))?;
+            // KEY=VALUE, or a bare KEY for a flag (requeue, exclusive, hold).
+            let (k, v) = o.split_once('=').unwrap_or((o.as_str(), ""));
             set(k, v, &format!("--slurm {o}"))?;
         }
         Ok(Options {
@@ -154,6 +197,33 @@ pub fn submit(
     if todo.is_empty() {
         return Ok(true);
     }
+    // Runs still queued or running from an earlier submission of this
+    // directory are waited for, not submitted again.
+    let earlier = submitted(d);
+    let queued: std::collections::BTreeSet<usize> = if earlier.is_empty() {
+        Default::default()
+    } else {
+        queued_tasks(&earlier)?
+    };
+    // The earlier arrays are waited for too while some of their runs are
+    // still in the queue.
+    let mut jobs: Vec<String> = Vec::new();
+    if !queued.is_empty() {
+        jobs = earlier.iter().map(|(j, _)| j.clone()).collect();
+        eprintln!(
+            "xtask: {} runs are still queued or running from job(s) {}: not submitted again",
+            queued.len(),
+            jobs.join(",")
+        );
+    }
+    let fresh: Vec<&Task> = todo.iter().filter(|t| !queued.contains(&t.task)).collect();
+    if fresh.is_empty() {
+        if !opts.wait {
+            return Ok(false);
+        }
+        wait(d, todo, &jobs, &mut progress)?;
+        return Ok(true);
+    }
     let dir = std::path::absolute(&d.path)?;
     let bin = dir.join("bin");
     let sl = dir.join("slurm");
@@ -183,15 +253,15 @@ pub fn submit(
         use std::os::unix::fs::PermissionsExt as _;
         std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755))?;
     }
-    let cpus = todo
+    let cpus = fresh
         .iter()
         .map(|t| super::argv::from_words(&t.args).map(|r| super::plan::weight(&r)))
         .collect::<Result<Vec<_>>>()?
         .into_iter()
         .max()
         .unwrap_or(1);
-    let ids: Vec<usize> = todo.iter().map(|t| t.task).collect();
-    let mut jobs = Vec::new();
+    let ids: Vec<usize> = fresh.iter().map(|t| t.task).collect();
+    let mut log = std::fs::read_to_string(sl.join("jobs.txt")).unwrap_or_default();
     for chunk in ids.chunk_by(|a, b| b / CHUNK == a / CHUNK) {
         let offset = chunk[0] / CHUNK * CHUNK;
         let idx: Vec<usize> = chunk.iter().map(|i| i - offset).collect();
@@ -207,7 +277,11 @@ pub fn submit(
             .arg(format!("--output={}/%A_%a.out", sl.display()))
             .arg(format!("--cpus-per-task={cpus}"));
         for (k, v) in &opts.sbatch {
-            cmd.arg(format!("--{k}={v}"));
+            if v.is_empty() {
+                cmd.arg(format!("--{k}"));
+            } else {
+                cmd.arg(format!("--{k}={v}"));
+            }
         }
         cmd.arg(&script).arg(offset.to_string());
         let out = cmd.output().context("running sbatch")?;
@@ -235,13 +309,11 @@ pub fn submit(
             ranges(chunk),
             sl.display()
         );
+        // Recorded at once, so an interrupted xtask still knows the array.
+        let _ = writeln!(log, "{id} {offset}");
+        d.write("slurm/jobs.txt", log.as_bytes())?;
         jobs.push(id);
     }
-    let mut log = std::fs::read_to_string(sl.join("jobs.txt")).unwrap_or_default();
-    for j in &jobs {
-        let _ = writeln!(log, "{j}");
-    }
-    d.write("slurm/jobs.txt", log.as_bytes())?;
     if !opts.wait {
         eprintln!(
             "xtask: not waiting (--no-wait): `cargo xtask compare --from {}` renders the table and lists the runs not finished yet",
@@ -258,6 +330,7 @@ pub fn submit(
 fn wait(d: &SweepDir, todo: &[Task], jobs: &[String], progress: &mut Progress) -> Result<()> {
     let mut last_line = Instant::now();
     let mut seen = (usize::MAX, usize::MAX, usize::MAX);
+    let mut errors = 0u32;
     loop {
         let (mut ok, mut failed) = (0, 0);
         for t in todo {
@@ -267,10 +340,31 @@ fn wait(d: &SweepDir, todo: &[Task], jobs: &[String], progress: &mut Progress) -
                 None => {}
             }
         }
-        let queued = squeue(jobs, false)?;
+        // Slurm's controller can be slow or briefly away: keep polling the
+        // directory through squeue errors for a while.
+        let (queued, running) = match (squeue(jobs, false), squeue(jobs, true)) {
+            (Ok(q), Ok(r)) => {
+                errors = 0;
+                (q, r)
+            }
+            (Err(e), _) | (_, Err(e)) => {
+                errors += 1;
+                if errors == 1 || errors.is_multiple_of(30) {
+                    eprintln!("xtask: warning: {e:#} (retrying)");
+                }
+                if errors > SQUEUE_ERRORS {
+                    return Err(e.context(format!(
+                        "squeue failed {errors} times in a row; the array may still be running: `cargo xtask compare --from {}` shows what is in",
+                        d.path.display()
+                    )));
+                }
+                std::thread::sleep(POLL);
+                continue;
+            }
+        };
         progress.ok = ok;
         progress.failed = failed;
-        progress.running = squeue(jobs, true)?;
+        progress.running = running;
         let now = (ok, failed, progress.running);
         if now != seen || last_line.elapsed() >= HEARTBEAT {
             eprintln!("xtask: {} (Slurm)", progress.line());
@@ -380,5 +474,12 @@ mod tests {
         assert_eq!(ranges(&[0, 1, 2, 3, 5, 7, 8, 9]), "0-3,5,7-9");
         assert_eq!(ranges(&[4]), "4");
         assert_eq!(ranges(&[]), "");
+    }
+
+    #[test]
+    fn queued_array_tasks_map_back_to_task_ids() {
+        let jobs = vec![("25".to_string(), 0), ("26".to_string(), 1000)];
+        let q = parse_queued("25_4\n25_7\n26_3\n99_1\n\n", &jobs);
+        assert_eq!(q.into_iter().collect::<Vec<_>>(), [4, 7, 1003]);
     }
 }
