@@ -120,19 +120,29 @@ pub fn print(result: &RunResult, kernel_elf: Option<&Path>) {
     }
 }
 
+/// Seconds as hackbench prints them (3 decimals), with 6 below 0.1 s so a
+/// short simulated run does not read "0.000".
+fn seconds(ns: u64) -> String {
+    let s = ns as f64 / 1e9;
+    if s >= 0.1 {
+        format!("{s:.3}")
+    } else {
+        format!("{s:.6}")
+    }
+}
+
 /// hackbench's `Time:` line plus the scheduler's decisions during the run.
 fn print_hackbench(h: &Value) {
     let t = u(&h["time_ns"]);
     println!(
-        "hackbench: {} groups x {} fds, {} loops of {} B over {}s ({} mode): Time: {}.{:03}",
+        "hackbench: {} groups x {} fds, {} loops of {} B over {}s ({} mode): Time: {}",
         u(&h["groups"]),
         u(&h["fds"]),
         u(&h["loops"]),
         u(&h["datasize"]),
         h["transport"].as_str().unwrap_or("?"),
         h["mode"].as_str().unwrap_or("?"),
-        t / 1_000_000_000,
-        t / 1_000_000 % 1000
+        seconds(t)
     );
     let s = &h["sched"];
     let w = &s["wake"];
