@@ -6,6 +6,7 @@
 //! - [`machine`]: the emulated machine's shape (CPUs, sockets, NUMA, memory)
 //! - [`preflight`]: argument, memory and output-path checks before any build or boot
 //! - [`qemu`]: turn a machine + image into a QEMU command line
+//! - [`qemu_version`]: what the installed QEMU can do (x2APIC from 9; 10.0's icount and dies bugs)
 //! - [`cleanup`]: kill QEMU and remove run folders on signals and exit
 //! - [`runner`]: run QEMU with a timeout, split log lines from result records
 //! - [`outcome`]: what a run's exit status means
@@ -31,6 +32,7 @@ pub mod prereq;
 pub mod preset;
 pub mod published;
 pub mod qemu;
+pub mod qemu_version;
 pub mod report;
 pub mod runner;
 pub mod seedrun;

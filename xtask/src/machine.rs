@@ -3,8 +3,11 @@
 
 use anyhow::{Result, bail, ensure};
 
-/// Highest xAPIC id QEMU's TCG can give a vCPU (255 is the broadcast id).
+/// Highest xAPIC id (255 is the broadcast id); above it a machine needs x2APIC.
 pub const MAX_APIC_ID: u64 = 254;
+
+/// CPUs the kernel supports (its `MAX_CPUS`).
+pub const MAX_KERNEL_CPUS: u32 = 1024;
 
 /// What QEMU should emulate.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -89,12 +92,13 @@ impl Machine {
         let max_apic =
             topology::qemu_max_apic_id(self.sockets, self.dies, self.cores, self.threads)
                 .unwrap_or(u64::MAX);
+        // Above MAX_APIC_ID the machine needs x2APIC, which depends on the
+        // QEMU version (`qemu_version::check`); here only the kernel's limit.
         ensure!(
-            max_apic <= MAX_APIC_ID,
-            "--sockets {} x --dies {} x --cores {} x --threads {} = {product} CPUs: the highest \
-             APIC id QEMU would give is {max_apic}, above {MAX_APIC_ID}; QEMU's TCG has no \
-             x2APIC, so APIC ids must stay below 255 (ids get ceil(log2(count)) bits per level: \
-             round a count down to a power of two, or use --backend sim)",
+            product <= MAX_KERNEL_CPUS as u128 && max_apic < u64::from(u32::MAX),
+            "--sockets {} x --dies {} x --cores {} x --threads {} = {product} CPUs: the kernel \
+             supports at most {MAX_KERNEL_CPUS} (kernel/src/arch/percpu.rs MAX_CPUS); use \
+             --backend sim for up to 1024 simulated CPUs",
             self.sockets,
             self.dies,
             self.cores,
@@ -200,7 +204,21 @@ mod tests {
             threads: 2,
             ..Machine::default()
         };
-        assert!(m.validate().unwrap_err().to_string().contains("x2APIC"));
+        // 256 CPUs need x2APIC: the machine is valid, the QEMU version
+        // decides (qemu_version::check); the kernel's limit is 1024.
+        m.validate().unwrap();
+        let m = Machine {
+            sockets: 2,
+            cores: 512,
+            threads: 2,
+            ..Machine::default()
+        };
+        assert!(
+            m.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("at most 1024")
+        );
         let m = Machine {
             cores: 3,
             numa_nodes: 2,
@@ -279,7 +297,16 @@ mod tests {
             cores: 80,
             ..Machine::default()
         };
-        let e = m.validate().unwrap_err().to_string();
+        m.validate().unwrap();
+        let max = topology::qemu_max_apic_id(3, 1, 80, 1).unwrap();
+        let qemu72 = crate::qemu_version::Version {
+            major: 7,
+            minor: 2,
+            micro: 0,
+        };
+        let e = crate::qemu_version::check(qemu72, max, 1, false, m.cpus())
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("highest APIC id QEMU would give is 335"), "{e}");
         // 2 x 127 = 254 CPUs with ids 0..=253 fit.
         let m = Machine {

@@ -33,6 +33,11 @@ impl QemuConfig {
     /// VESA modes (int 0x10, AX=0x4F00) and stops when there is none, before
     /// it prints anything on the serial port; UEFI boots headless.
     pub fn validate(&self) -> Result<()> {
+        // What the installed QEMU can do (not installed yet: checked again
+        // when the command is built, after the prerequisites).
+        if let Some(v) = crate::qemu_version::installed() {
+            self.version_check(v)?;
+        }
         if self.firmware == Firmware::Bios && !has_vga(&self.extra_args) {
             anyhow::bail!(
                 "--qemu-arg {}: a machine without a VGA device cannot boot through legacy BIOS \
@@ -44,11 +49,32 @@ impl QemuConfig {
         Ok(())
     }
 
+    /// [`crate::qemu_version::check`] for this machine; `Ok(true)` when
+    /// x2APIC must be hidden from the guest.
+    fn version_check(&self, v: crate::qemu_version::Version) -> Result<bool> {
+        let m = &self.machine;
+        let max_apic =
+            topology::qemu_max_apic_id(m.sockets, m.dies, m.cores, m.threads).unwrap_or(u64::MAX);
+        crate::qemu_version::check(v, max_apic, m.dies, self.icount_shift.is_some(), m.cpus())
+    }
+
     /// The full command for booting `image`. For UEFI, a private copy of the
     /// OVMF variable store is placed next to the image.
     pub fn command(&self, image: &Path) -> Result<Command> {
+        let v = crate::qemu_version::installed()
+            .context("qemu-system-x86_64 --version did not say its version")?;
+        let hide_x2apic = self.version_check(v)?;
         let mut cmd = Command::new("qemu-system-x86_64");
-        cmd.args(["-machine", "q35", "-cpu", "max,vendor=GenuineIntel"]);
+        cmd.args([
+            "-machine",
+            "q35",
+            "-cpu",
+            if hide_x2apic {
+                "max,vendor=GenuineIntel,-x2apic"
+            } else {
+                "max,vendor=GenuineIntel"
+            },
+        ]);
         cmd.args(self.machine.qemu_args());
         cmd.arg("-drive")
             .arg(format!("format=raw,file={}", image.display()));
