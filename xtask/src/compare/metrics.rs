@@ -140,16 +140,15 @@ pub fn for_experiment(experiment: &str) -> Result<Metric> {
             title: |_| "schbench".into(),
         },
         "netperf" => Metric {
-            unit: "TCP_RR transactions/s or TCP_STREAM Mbit/s",
+            unit: "transactions/s (TCP_RR, UDP_RR) or 10^6 bits/s received (TCP_STREAM, TCP_MAERTS, TCP_SENDFILE, UDP_STREAM)",
             better: Better::Higher,
             decimals: 1,
             extract: |r| {
                 let n = record(r, "netperf")?;
-                let key = if n["test"] == "TCP_RR" {
-                    "trans_per_sec"
-                } else {
-                    "mbit_per_sec"
-                };
+                // What netperf prints: Trans. Rate per sec for the _RR tests,
+                // Throughput 10^6bits/sec (received, for UDP_STREAM) else.
+                let rr = n["test"].as_str().is_some_and(|t| t.ends_with("_RR"));
+                let key = if rr { "trans_per_sec" } else { "mbit_per_sec" };
                 let v = n[key]
                     .as_u64()
                     .with_context(|| format!("netperf record without {key}"))?;
@@ -238,5 +237,44 @@ mod tests {
         );
         assert!(for_experiment_metric("netperf", Some("migrations")).is_err());
         assert!(for_experiment_metric("hackbench", None).is_ok());
+    }
+
+    fn result_of(rec: serde_json::Value) -> RunResult {
+        RunResult {
+            outcome: Outcome::Success,
+            records: vec![rec],
+            log: vec![],
+            bad_records: vec![],
+            stderr: String::new(),
+            wall: std::time::Duration::ZERO,
+        }
+    }
+
+    #[test]
+    fn netperf_reads_transactions_for_rr_and_received_bits_for_streams() {
+        let m = for_experiment("netperf").unwrap();
+        assert_eq!(m.better, Better::Higher);
+        // Each record carries both fields; the test decides which is read.
+        for (test, want) in [
+            ("TCP_RR", 111.0),
+            ("UDP_RR", 111.0),
+            ("TCP_STREAM", 222.0),
+            ("TCP_MAERTS", 222.0),
+            ("TCP_SENDFILE", 222.0),
+            ("UDP_STREAM", 222.0),
+        ] {
+            let r = result_of(serde_json::json!({"type": "netperf", "test": test,
+                "trans_per_sec": 111, "mbit_per_sec": 222, "send_mbit_per_sec": 333}));
+            assert_eq!(
+                (m.extract)(&r).unwrap(),
+                vec![(String::new(), want)],
+                "{test}"
+            );
+            let title = (m.title)(&r);
+            assert_eq!(
+                title,
+                format!("netperf-{}", test.to_lowercase().replace('_', "-"))
+            );
+        }
     }
 }
