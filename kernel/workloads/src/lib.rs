@@ -1,6 +1,6 @@
 //! The benchmark shapes of the seed threads, written once.
 //!
-//! hackbench, schbench, netperf (TCP_RR / TCP_STREAM) and the NAS OpenMP
+//! hackbench, schbench, netperf (TCP_RR, UDP_RR and four streams) and the NAS OpenMP
 //! team are `async fn`s over the [`Env`] trait: the kernel runs them on real
 //! kernel threads (QEMU or bare metal, every operation a real kernel
 //! operation), the host simulator runs them as simulated tasks on the same
