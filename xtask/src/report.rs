@@ -78,6 +78,16 @@ pub fn print(result: &RunResult, kernel_elf: Option<&Path>) {
     for n in result.records_of("netperf") {
         println!("{}", netperf_line(n));
     }
+    for t in result.records_of("tbench") {
+        let x = u(&t["mb_per_sec_x100"]);
+        println!(
+            "tbench: Throughput {}.{:02} MB/sec  {} clients ({} operations)",
+            x / 100,
+            x % 100,
+            u(&t["clients"]),
+            u(&t["ops"])
+        );
+    }
     for (line, err) in &result.bad_records {
         println!("malformed record ({err}): {line}");
     }

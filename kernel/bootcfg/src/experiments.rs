@@ -55,6 +55,11 @@ pub const EXPERIMENTS: &[ExperimentInfo] = &[
         test_only: false,
     },
     ExperimentInfo {
+        name: "tbench",
+        description: "tbench (dbench over sockets) shape: client/server pairs replaying SMB-like request/reply sizes, the server computing a little per request; MB/sec of ReadX/WriteX payload (args: clients, duration_ms, work)",
+        test_only: false,
+    },
+    ExperimentInfo {
         name: "nas",
         description: "NAS OpenMP shape (BT/LU/SP/UA): fork a team, compute phases separated by barriers, join; time, Mop/s and fork spread (args: threads, phases, work, imbalance_pct)",
         test_only: false,

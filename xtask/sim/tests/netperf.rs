@@ -13,19 +13,6 @@ fn u(v: &serde_json::Value, k: &str) -> u64 {
         .unwrap_or_else(|| panic!("{k} missing in {v}"))
 }
 
-/// The nominal profile with every cost outside the socket calls at zero.
-fn calls_only() -> schedsim::Profile {
-    let mut p = schedsim::Profile::default_profile();
-    p.kernel.context_switch_ns = 0.0;
-    p.kernel.wakeup_ns = 0.0;
-    p.kernel.timer_ns = 0.0;
-    let i = &mut p.wakeup.ipi_ns;
-    (i.smt, i.llc, i.package, i.node, i.remote) = (0.0, 0.0, 0.0, 0.0, 0.0);
-    p.wakeup.idle_exit_ns = 0.0;
-    p.noise.jitter = 0.0;
-    p
-}
-
 /// One pair on 4 cores without SMT, 20 ms, under `calls_only`.
 fn netperf(test: &str, placement: &str) -> serde_json::Value {
     let args = format!("test:{test},pairs:1,duration_ms:20,placement:{placement},send_size:{SEND}");

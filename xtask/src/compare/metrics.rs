@@ -164,6 +164,20 @@ pub fn for_experiment(experiment: &str) -> Result<Metric> {
                 format!("netperf-{t}")
             },
         },
+        "tbench" => Metric {
+            unit: "MB/sec (10^6 bytes/s of ReadX and WriteX payload)",
+            better: Better::Higher,
+            decimals: 2,
+            extract: |r| {
+                let t = record(r, "tbench")?;
+                let bytes = t["bytes"].as_u64().context("tbench record without bytes")?;
+                let ns = t["elapsed_ns"]
+                    .as_u64()
+                    .context("tbench record without elapsed_ns")?;
+                Ok(vec![(String::new(), bytes as f64 * 1e3 / ns.max(1) as f64)])
+            },
+            title: |_| "tbench".into(),
+        },
         "nas" => Metric {
             unit: "time in seconds",
             better: Better::Lower,
@@ -191,7 +205,7 @@ pub fn for_experiment(experiment: &str) -> Result<Metric> {
             title: |_| "stress".into(),
         },
         other => bail!(
-            "experiment '{other}' has no comparison metric (compare supports hackbench, schbench, netperf, nas, latency, stress)"
+            "experiment '{other}' has no comparison metric (compare supports hackbench, schbench, netperf, tbench, nas, latency, stress)"
         ),
     })
 }
@@ -248,6 +262,16 @@ mod tests {
             stderr: String::new(),
             wall: std::time::Duration::ZERO,
         }
+    }
+
+    #[test]
+    fn tbench_is_payload_megabytes_per_second() {
+        // 3,000,000 bytes in 2 ms = 1.5e9 bytes/s = 1500 MB/sec.
+        let r = result_of(serde_json::json!({"type": "tbench", "bytes": 3_000_000u64,
+            "elapsed_ns": 2_000_000u64, "mb_per_sec_x100": 150_000u64}));
+        let m = for_experiment("tbench").unwrap();
+        assert_eq!(m.better, Better::Higher);
+        assert_eq!((m.extract)(&r).unwrap(), vec![(String::new(), 1500.0)]);
     }
 
     #[test]

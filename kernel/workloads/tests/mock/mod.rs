@@ -58,9 +58,9 @@ impl Costs {
 pub struct Op {
     /// The calling task.
     pub task: String,
-    /// "send", "sendfile" or "recv".
+    /// "send", "sendfile", "recv" or "compute".
     pub kind: &'static str,
-    /// Channel number (creation order).
+    /// Channel number (creation order; 0 for compute).
     pub chan: usize,
     /// Bytes written, or read (0 = end of stream).
     pub bytes: usize,
@@ -182,7 +182,7 @@ impl Mock {
             bytes,
             waited,
             dropped,
-            datagram: s.chans[chan].datagram,
+            datagram: s.chans.get(chan).is_some_and(|c| c.datagram),
         };
         s.ops.push(op);
     }
@@ -518,7 +518,9 @@ impl Env for Mock {
         self.lock().sems[*sem] += 1;
     }
 
-    async fn compute(&self, _units: u64, _working_set: u64) {
+    async fn compute(&self, units: u64, _working_set: u64) {
+        // `bytes` carries the units.
+        self.log("compute", usize::MAX, units as usize, false, false);
         yield_now().await;
     }
 
