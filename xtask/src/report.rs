@@ -76,20 +76,17 @@ pub fn print(result: &RunResult, kernel_elf: Option<&Path>) {
         );
     }
     for n in result.records_of("netperf") {
-        if n["test"] == "TCP_RR" {
-            println!(
-                "netperf TCP_RR: {} pairs, Trans. Rate per sec {} ({} transactions)",
-                u(&n["pairs"]),
-                u(&n["trans_per_sec"]),
-                u(&n["transactions"])
-            );
-        } else {
-            println!(
-                "netperf TCP_STREAM: {} pairs, Throughput 10^6bits/sec {}",
-                u(&n["pairs"]),
-                u(&n["mbit_per_sec"])
-            );
-        }
+        println!("{}", netperf_line(n));
+    }
+    for t in result.records_of("tbench") {
+        let x = u(&t["mb_per_sec_x100"]);
+        println!(
+            "tbench: Throughput {}.{:02} MB/sec  {} clients ({} operations)",
+            x / 100,
+            x % 100,
+            u(&t["clients"]),
+            u(&t["ops"])
+        );
     }
     for (line, err) in &result.bad_records {
         println!("malformed record ({err}): {line}");
@@ -262,5 +259,60 @@ fn print_stuck(result: &RunResult, s: &Value, kernel_elf: &Path) {
         if let Some(place) = symbolize::locate(kernel_elf, w, offset) {
             println!("    called from {place}");
         }
+    }
+}
+
+/// A netperf record as netperf prints its result: Trans. Rate per sec for
+/// the `_RR` tests, 10^6 bits/s for the streams; UDP_STREAM also gives the
+/// send rate and the datagrams dropped (netperf's two lines).
+fn netperf_line(n: &Value) -> String {
+    let test = n["test"].as_str().unwrap_or("?");
+    let pairs = u(&n["pairs"]);
+    if test.ends_with("_RR") {
+        format!(
+            "netperf {test}: {pairs} pairs, Trans. Rate per sec {} ({} transactions)",
+            u(&n["trans_per_sec"]),
+            u(&n["transactions"])
+        )
+    } else if test == "UDP_STREAM" {
+        format!(
+            "netperf {test}: {pairs} pairs, Throughput 10^6bits/sec {} received, {} sent; {} of {} datagrams dropped",
+            u(&n["mbit_per_sec"]),
+            u(&n["send_mbit_per_sec"]),
+            u(&n["messages_dropped"]),
+            u(&n["messages_sent"])
+        )
+    } else {
+        format!(
+            "netperf {test}: {pairs} pairs, Throughput 10^6bits/sec {}",
+            u(&n["mbit_per_sec"])
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn netperf_lines_name_the_test_and_its_metric() {
+        let rr = serde_json::json!({"test": "UDP_RR", "pairs": 1, "trans_per_sec": 250000,
+            "transactions": 125000, "mbit_per_sec": 2});
+        assert_eq!(
+            netperf_line(&rr),
+            "netperf UDP_RR: 1 pairs, Trans. Rate per sec 250000 (125000 transactions)"
+        );
+        let maerts = serde_json::json!({"test": "TCP_MAERTS", "pairs": 2, "mbit_per_sec": 60000,
+            "trans_per_sec": 0, "transactions": 0});
+        assert_eq!(
+            netperf_line(&maerts),
+            "netperf TCP_MAERTS: 2 pairs, Throughput 10^6bits/sec 60000"
+        );
+        let udp = serde_json::json!({"test": "UDP_STREAM", "pairs": 1, "mbit_per_sec": 70000,
+            "send_mbit_per_sec": 100000, "messages_sent": 80, "messages_dropped": 24});
+        assert_eq!(
+            netperf_line(&udp),
+            "netperf UDP_STREAM: 1 pairs, Throughput 10^6bits/sec 70000 received, 100000 sent; 24 of 80 datagrams dropped"
+        );
     }
 }

@@ -59,7 +59,8 @@ macro_rules! hackbench_001 {
     };
 }
 
-/// Seed 004: one netperf pair, unbound (baseline) vs pinned (variant).
+/// Seed 004: one netperf pair, unbound (baseline) vs pinned (variant),
+/// every test Galbraith ran.
 macro_rules! netperf_004 {
     ($placement:literal) => {
         &[
@@ -74,7 +75,7 @@ macro_rules! netperf_004 {
             "--variant-arg",
             $placement,
             "--sweep",
-            "test=TCP_RR,TCP_STREAM",
+            "test=TCP_RR,TCP_STREAM,TCP_MAERTS,TCP_SENDFILE,UDP_STREAM,UDP_RR",
         ]
     };
 }
@@ -362,5 +363,26 @@ mod tests {
         let p = r.parts.iter().find(|p| p.name == "TCP_RR").unwrap();
         assert_eq!(sweep_values(r, p, false), ["2", "4", "6", "8", "16"]);
         assert_eq!(sweep_values(r, p, true), ["48", "96", "144", "192", "384"]);
+        // Seed 004 sweeps every netperf test Galbraith ran, in both forms.
+        let r = recipe("004").unwrap();
+        for p in r.parts {
+            for full in [false, true] {
+                let mut v = sweep_values(r, p, full);
+                v.sort_unstable();
+                assert_eq!(
+                    v,
+                    [
+                        "TCP_MAERTS",
+                        "TCP_RR",
+                        "TCP_SENDFILE",
+                        "TCP_STREAM",
+                        "UDP_RR",
+                        "UDP_STREAM"
+                    ],
+                    "{}",
+                    p.name
+                );
+            }
+        }
     }
 }

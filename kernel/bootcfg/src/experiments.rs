@@ -51,7 +51,12 @@ pub const EXPERIMENTS: &[ExperimentInfo] = &[
     },
     ExperimentInfo {
         name: "netperf",
-        description: "netperf loopback pairs over socketpairs: TCP_RR transactions/s or TCP_STREAM Mbit/s (args: test=TCP_RR|TCP_STREAM, pairs, duration_ms, request, response, send_size)",
+        description: "netperf loopback pairs over socketpairs: TCP_RR/UDP_RR transactions/s, TCP_STREAM/TCP_MAERTS/TCP_SENDFILE/UDP_STREAM Mbit/s received (args: test=TCP_RR|TCP_STREAM|TCP_MAERTS|TCP_SENDFILE|UDP_STREAM|UDP_RR, pairs, duration_ms, request, response, send_size, placement)",
+        test_only: false,
+    },
+    ExperimentInfo {
+        name: "tbench",
+        description: "tbench (dbench over sockets) shape: client/server pairs replaying SMB-like request/reply sizes, the server computing a little per request; MB/sec of ReadX/WriteX payload (args: clients, duration_ms, work)",
         test_only: false,
     },
     ExperimentInfo {

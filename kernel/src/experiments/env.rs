@@ -8,10 +8,11 @@
 //! loop touches registers, not memory), which docs/simulator.md states.
 
 use alloc::string::String;
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 use core::fmt;
 use core::future::Future;
-use core::sync::atomic::Ordering;
+use core::sync::atomic::{AtomicU64, Ordering};
 
 use workloads::{Closed, CpuCounters, Env, Snapshot, Spawn, block_on_ready};
 
@@ -29,14 +30,22 @@ static SOURCE: [u8; 64 * 1024] = [0x5A; 64 * 1024];
 #[derive(Clone, Copy, Debug, Default)]
 pub struct KernelEnv;
 
-/// A channel's read end with the reader's buffer.
+/// A channel's write end; a datagram channel's carries its drop counter.
+pub struct Tx {
+    writer: PipeWriter,
+    dropped: Option<Arc<AtomicU64>>,
+}
+
+/// A channel's read end with the reader's buffer (and, for a datagram
+/// channel, the count of datagrams dropped because it was full).
 pub struct Rx {
     reader: PipeReader,
     buf: Vec<u8>,
+    dropped: Option<Arc<AtomicU64>>,
 }
 
 impl Env for KernelEnv {
-    type Tx = PipeWriter;
+    type Tx = Tx;
     type Rx = Rx;
     type Barrier = Barrier;
     type Sem = Semaphore;
@@ -109,25 +118,61 @@ impl Env for KernelEnv {
         j.join();
     }
 
-    fn channel(&self, capacity: usize) -> (PipeWriter, Rx) {
-        let (w, reader) = pipe(capacity);
+    fn channel(&self, capacity: usize) -> (Tx, Rx) {
+        let (writer, reader) = pipe(capacity);
         (
-            w,
+            Tx {
+                writer,
+                dropped: None,
+            },
             Rx {
                 reader,
                 buf: Vec::new(),
+                dropped: None,
             },
         )
     }
 
-    async fn send(&self, tx: &PipeWriter, bytes: usize) -> Result<(), Closed> {
+    async fn send(&self, tx: &Tx, bytes: usize) -> Result<(), Closed> {
+        if let Some(dropped) = &tx.dropped {
+            // A datagram: queued whole or dropped whole, never waiting.
+            let big;
+            let data = if bytes <= SOURCE.len() {
+                &SOURCE[..bytes]
+            } else {
+                big = alloc::vec![0x5A; bytes];
+                &big[..]
+            };
+            if !tx.writer.try_write_all(data).map_err(|_| Closed)? {
+                dropped.fetch_add(1, Ordering::Relaxed);
+            }
+            return Ok(());
+        }
         let mut left = bytes;
         while left > 0 {
             let n = left.min(SOURCE.len());
-            tx.write(&SOURCE[..n]).map_err(|_| Closed)?;
+            tx.writer.write(&SOURCE[..n]).map_err(|_| Closed)?;
             left -= n;
         }
         Ok(())
+    }
+
+    /// The kernel's channel is a byte ring: the bytes are copied as by
+    /// `send` (the zero-copy saving is modelled by the simulator only).
+    async fn sendfile(&self, tx: &Tx, bytes: usize) -> Result<(), Closed> {
+        self.send(tx, bytes).await
+    }
+
+    fn datagram_channel(&self, capacity: usize) -> (Tx, Rx) {
+        let (mut tx, mut rx) = self.channel(capacity);
+        let dropped = Arc::new(AtomicU64::new(0));
+        tx.dropped = Some(dropped.clone());
+        rx.dropped = Some(dropped);
+        (tx, rx)
+    }
+
+    fn dropped(&self, rx: &Rx) -> u64 {
+        rx.dropped.as_ref().map_or(0, |d| d.load(Ordering::Relaxed))
     }
 
     async fn recv(&self, rx: &mut Rx, max: usize) -> usize {

@@ -1,6 +1,6 @@
 //! Experiments: what the kernel does after bring-up. The catalogue of names
 //! lives in the shared `bootcfg` crate; this module maps each name to code.
-//! The seeds' benchmark shapes (hackbench, schbench, netperf, nas) live in
+//! The seeds' benchmark shapes (hackbench, schbench, netperf, tbench, nas) live in
 //! the pure `workloads` crate and run here through [`env::KernelEnv`].
 
 mod boot;

@@ -76,6 +76,26 @@ impl PipeWriter {
     }
 }
 
+impl PipeWriter {
+    /// Writes all of `data` if it fits now, else nothing: a datagram to a
+    /// full receive buffer is dropped (false). Never blocks.
+    pub fn try_write_all(&self, data: &[u8]) -> Result<bool, BrokenPipe> {
+        let p = &self.0;
+        {
+            let mut s = p.state.lock();
+            if !s.reader_open {
+                return Err(BrokenPipe);
+            }
+            if s.capacity - s.buf.len() < data.len() {
+                return Ok(false);
+            }
+            s.buf.extend(data);
+        }
+        p.readers.wake_one(true);
+        Ok(true)
+    }
+}
+
 impl PipeReader {
     /// Reads at least one byte (up to `out.len()`), blocking while empty;
     /// returns 0 at end of file (writer closed and pipe drained).

@@ -135,6 +135,31 @@ pub trait Env: Clone + Send + Sync + 'static {
     /// Reads up to `max` bytes, blocking while the channel is empty; 0 =
     /// every writer is gone and the channel is drained.
     fn recv(&self, rx: &mut Self::Rx, max: usize) -> impl Future<Output = usize> + Send;
+    /// Writes `bytes` bytes without copying them from the caller, as
+    /// `sendfile()` does (the socket references page-cache pages): blocks
+    /// while the channel is full, like [`Env::send`]; the reader still
+    /// copies. The simulator charges the writer no per-byte copy and the
+    /// reader no cache-line transfer from the writer's CPU (the writer never
+    /// touched the bytes); the kernel's channel is a byte ring, so there it
+    /// copies like `send`.
+    fn sendfile(
+        &self,
+        tx: &Self::Tx,
+        bytes: usize,
+    ) -> impl Future<Output = Result<(), Closed>> + Send;
+
+    /// A datagram (UDP) socket direction whose receive buffer holds
+    /// `capacity` bytes. [`Env::send`] on it never blocks: a message that
+    /// does not fit whole in the free buffer is dropped and counted
+    /// ([`Env::dropped`]), and the call still succeeds, as `sendto()` does
+    /// when the receiving socket's queue is full. [`Env::recv`] is as for a
+    /// channel; messages of one size read with `max` = that size come out
+    /// one per call. Both ends pay the datagram path's cost in the
+    /// simulator (cheaper than a stream socket's; docs/simulator.md).
+    fn datagram_channel(&self, capacity: usize) -> (Self::Tx, Self::Rx);
+    /// Messages dropped so far because the receive buffer of `rx` was full
+    /// (UDP's `RcvbufErrors`); always 0 for a stream channel.
+    fn dropped(&self, rx: &Self::Rx) -> u64;
 
     /// A barrier for `parties` threads.
     fn barrier(&self, parties: usize) -> Self::Barrier;

@@ -1,6 +1,6 @@
 //! The benchmark shapes of the seed threads, written once.
 //!
-//! hackbench, schbench, netperf (TCP_RR / TCP_STREAM) and the NAS OpenMP
+//! hackbench, schbench, netperf (TCP_RR, UDP_RR and four streams), tbench and the NAS OpenMP
 //! team are `async fn`s over the [`Env`] trait: the kernel runs them on real
 //! kernel threads (QEMU or bare metal, every operation a real kernel
 //! operation), the host simulator runs them as simulated tasks on the same
@@ -25,6 +25,7 @@ pub mod nas;
 pub mod netperf;
 pub mod noise;
 pub mod schbench;
+pub mod tbench;
 
 use alloc::boxed::Box;
 use alloc::string::String;
@@ -36,7 +37,7 @@ pub use env::{Closed, CpuCounters, Env, Snapshot, Space, Spawn};
 
 /// The experiments implemented here (the rest of the catalogue is
 /// kernel-only: boot, stress, latency, fault tests).
-pub const WORKLOADS: &[&str] = &["hackbench", "schbench", "netperf", "nas"];
+pub const WORKLOADS: &[&str] = &["hackbench", "schbench", "netperf", "tbench", "nas"];
 
 /// A benchmark with its parsed options, ready to run on any [`Env`].
 #[derive(Clone, Debug)]
@@ -47,6 +48,8 @@ pub enum Workload {
     Schbench(schbench::Params),
     /// netperf.
     Netperf(netperf::Params),
+    /// tbench.
+    Tbench(tbench::Params),
     /// NAS OpenMP team.
     Nas(nas::Params),
 }
@@ -62,6 +65,7 @@ impl Workload {
             "hackbench" => hackbench::Params::from_args(&mut a).map(Workload::Hackbench),
             "schbench" => schbench::Params::from_args(&mut a, nr_cpus).map(Workload::Schbench),
             "netperf" => netperf::Params::from_args(&mut a, nr_cpus).map(Workload::Netperf),
+            "tbench" => tbench::Params::from_args(&mut a, nr_cpus).map(Workload::Tbench),
             "nas" => nas::Params::from_args(&mut a, nr_cpus).map(Workload::Nas),
             _ => return None,
         };
@@ -90,6 +94,11 @@ impl Workload {
                 2 * p.pairs as u64 * netperf::SOCKET_BYTES as u64,
                 p.noise,
             ),
+            Workload::Tbench(p) => (
+                2 * p.clients,
+                2 * p.clients as u64 * tbench::SOCKET_BYTES as u64,
+                p.noise,
+            ),
             Workload::Nas(p) => (p.threads, p.threads as u64 * p.working_set, p.noise),
         };
         let noise_threads = if noise.period_ns > 0 { nr_cpus } else { 0 };
@@ -107,6 +116,7 @@ impl Workload {
             Workload::Hackbench(p) => Box::pin(hackbench::run(env, p)).await,
             Workload::Schbench(p) => Box::pin(schbench::run(env, p)).await,
             Workload::Netperf(p) => Box::pin(netperf::run(env, p)).await,
+            Workload::Tbench(p) => Box::pin(tbench::run(env, p)).await,
             Workload::Nas(p) => Box::pin(nas::run(env, p)).await,
         }
     }

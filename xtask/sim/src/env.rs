@@ -180,12 +180,37 @@ impl Env for SimEnv {
             .call(Sys::Send {
                 ch: tx.ch,
                 left: bytes,
+                copy: true,
             })
             .await
         {
             Reply::Sent(true) => Ok(()),
             _ => Err(Closed),
         }
+    }
+
+    async fn sendfile(&self, tx: &Tx, bytes: usize) -> Result<(), Closed> {
+        match self
+            .call(Sys::Send {
+                ch: tx.ch,
+                left: bytes,
+                copy: false,
+            })
+            .await
+        {
+            Reply::Sent(true) => Ok(()),
+            _ => Err(Closed),
+        }
+    }
+
+    fn datagram_channel(&self, capacity: usize) -> (Tx, Rx) {
+        let (tx, rx) = self.channel(capacity);
+        self.lock().channels[tx.ch].datagram = true;
+        (tx, rx)
+    }
+
+    fn dropped(&self, rx: &Rx) -> u64 {
+        self.lock().channels[rx.ch].dropped
     }
 
     async fn recv(&self, rx: &mut Rx, max: usize) -> usize {

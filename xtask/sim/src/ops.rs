@@ -34,8 +34,28 @@ impl Engine {
         match *sys {
             Sys::Spawn(..) => k.fork_ns,
             Sys::Join(_) | Sys::BarrierWait(_) | Sys::Down(_) | Sys::Up(_) => k.futex_ns,
-            Sys::Send { left, .. } => k.syscall_ns + left as f64 * k.copy_ns_per_byte,
-            Sys::Recv { .. } | Sys::Sleep(_) => k.syscall_ns,
+            Sys::Send { ch, left, copy } => {
+                let entry = if self.world.lock().expect("world").channels[ch].datagram {
+                    k.datagram_syscall_ns
+                } else {
+                    k.syscall_ns
+                };
+                // sendfile(): the pages are referenced, not copied.
+                entry
+                    + if copy {
+                        left as f64 * k.copy_ns_per_byte
+                    } else {
+                        0.0
+                    }
+            }
+            Sys::Recv { ch, .. } => {
+                if self.world.lock().expect("world").channels[ch].datagram {
+                    k.datagram_syscall_ns
+                } else {
+                    k.syscall_ns
+                }
+            }
+            Sys::Sleep(_) => k.syscall_ns,
             Sys::Compute { units, working_set } => {
                 let mut ns = units as f64 * self.prof.cpu.compute_unit_ns;
                 let t = self.task(p);
@@ -118,17 +138,36 @@ impl Engine {
                 self.joiners.entry(serial).or_default().push(p);
                 self.block(p, 0.0, After::Reply(Reply::Unit), "join")
             }
-            Sys::Send { ch, left } => {
+            Sys::Send { ch, left, copy } => {
                 let (sent, woken) = {
                     let mut w = self.world.lock().expect("world");
                     let c = &mut w.channels[ch];
                     if !c.reader_open {
                         return Next::Reply(Reply::Sent(false));
                     }
+                    if c.datagram {
+                        // udp_sendmsg() succeeds either way; the receiving
+                        // socket queues the whole datagram or drops it
+                        // (__udp_enqueue_schedule_skb, RcvbufErrors).
+                        let q = if left <= c.capacity - c.len {
+                            c.len += left;
+                            c.data_cpu = Some(cpu);
+                            c.read_waiters.pop_front()
+                        } else {
+                            c.dropped += 1;
+                            None
+                        };
+                        drop(w);
+                        if let Some(q) = q {
+                            self.wake(q, cpu, true);
+                        }
+                        return self
+                            .reply_after_wakeups(usize::from(q.is_some()), Reply::Sent(true));
+                    }
                     let n = left.min(c.capacity - c.len);
                     c.len += n;
                     if n > 0 {
-                        c.data_cpu = Some(cpu);
+                        c.data_cpu = if copy { Some(cpu) } else { None };
                     }
                     // pipe_write(): one exclusive reader is woken (WF_SYNC).
                     let q = if n > 0 {
@@ -149,13 +188,29 @@ impl Engine {
                 if woken.is_some() {
                     // Pay for the wakeup now, then find the pipe still full.
                     let ns = self.cost(self.prof.kernel.wakeup_ns);
-                    return Next::Work(ns, After::Do(Sys::Send { ch, left: rest }));
+                    return Next::Work(
+                        ns,
+                        After::Do(Sys::Send {
+                            ch,
+                            left: rest,
+                            copy,
+                        }),
+                    );
                 }
                 self.world.lock().expect("world").channels[ch]
                     .write_waiters
                     .push_back(p);
                 // Woken, the writer goes on inside the same call.
-                self.block(p, 0.0, After::Do(Sys::Send { ch, left: rest }), "send")
+                self.block(
+                    p,
+                    0.0,
+                    After::Do(Sys::Send {
+                        ch,
+                        left: rest,
+                        copy,
+                    }),
+                    "send",
+                )
             }
             Sys::Recv { ch, max } => {
                 let (got, eof, from, woken) = {

@@ -58,6 +58,8 @@ pub struct Kernel {
     pub context_switch_ns: f64,
     /// One pipe/socket read or write.
     pub syscall_ns: f64,
+    /// One datagram (UDP) socket read or write.
+    pub datagram_syscall_ns: f64,
     /// Copy per byte.
     pub copy_ns_per_byte: f64,
     /// futex operation.
@@ -186,6 +188,10 @@ impl Profile {
             ("cpu.compute_unit_ns", self.cpu.compute_unit_ns),
             ("kernel.context_switch_ns", self.kernel.context_switch_ns),
             ("kernel.syscall_ns", self.kernel.syscall_ns),
+            (
+                "kernel.datagram_syscall_ns",
+                self.kernel.datagram_syscall_ns,
+            ),
             ("kernel.copy_ns_per_byte", self.kernel.copy_ns_per_byte),
             ("kernel.futex_ns", self.kernel.futex_ns),
             ("kernel.wakeup_ns", self.kernel.wakeup_ns),

@@ -22,8 +22,10 @@ pub enum Sys {
     Spawn(Spawn, TaskFuture),
     /// Wait for a thread's exit (its simulator serial number).
     Join(u64),
-    /// Write `bytes` to channel `ch` (`left` still to write).
-    Send { ch: usize, left: usize },
+    /// Write `bytes` to channel `ch` (`left` still to write); `copy` =
+    /// false for `sendfile()` (the writer copies nothing, and the data's
+    /// lines are not hot in the writer's cache).
+    Send { ch: usize, left: usize, copy: bool },
     /// Read up to `max` bytes from channel `ch`.
     Recv { ch: usize, max: usize },
     /// Arrive at a barrier.
@@ -64,8 +66,14 @@ pub struct Channel {
     pub writers: usize,
     /// The read handle is alive.
     pub reader_open: bool,
-    /// CPU of the last write: where the queued data is cache-hot.
+    /// CPU of the last write: where the queued data is cache-hot (None:
+    /// no CPU wrote it, e.g. `sendfile()` pages).
     pub data_cpu: Option<usize>,
+    /// A datagram socket: a write that does not fit whole is dropped, never
+    /// waits ([`workloads::Env::datagram_channel`]).
+    pub datagram: bool,
+    /// Datagrams dropped because the buffer was full.
+    pub dropped: u64,
     /// Tasks blocked reading.
     pub read_waiters: VecDeque<TaskId>,
     /// Tasks blocked writing.

@@ -140,16 +140,15 @@ pub fn for_experiment(experiment: &str) -> Result<Metric> {
             title: |_| "schbench".into(),
         },
         "netperf" => Metric {
-            unit: "TCP_RR transactions/s or TCP_STREAM Mbit/s",
+            unit: "transactions/s (TCP_RR, UDP_RR) or 10^6 bits/s received (TCP_STREAM, TCP_MAERTS, TCP_SENDFILE, UDP_STREAM)",
             better: Better::Higher,
             decimals: 1,
             extract: |r| {
                 let n = record(r, "netperf")?;
-                let key = if n["test"] == "TCP_RR" {
-                    "trans_per_sec"
-                } else {
-                    "mbit_per_sec"
-                };
+                // What netperf prints: Trans. Rate per sec for the _RR tests,
+                // Throughput 10^6bits/sec (received, for UDP_STREAM) else.
+                let rr = n["test"].as_str().is_some_and(|t| t.ends_with("_RR"));
+                let key = if rr { "trans_per_sec" } else { "mbit_per_sec" };
                 let v = n[key]
                     .as_u64()
                     .with_context(|| format!("netperf record without {key}"))?;
@@ -164,6 +163,20 @@ pub fn for_experiment(experiment: &str) -> Result<Metric> {
                     .replace('_', "-");
                 format!("netperf-{t}")
             },
+        },
+        "tbench" => Metric {
+            unit: "MB/sec (10^6 bytes/s of ReadX and WriteX payload)",
+            better: Better::Higher,
+            decimals: 2,
+            extract: |r| {
+                let t = record(r, "tbench")?;
+                let bytes = t["bytes"].as_u64().context("tbench record without bytes")?;
+                let ns = t["elapsed_ns"]
+                    .as_u64()
+                    .context("tbench record without elapsed_ns")?;
+                Ok(vec![(String::new(), bytes as f64 * 1e3 / ns.max(1) as f64)])
+            },
+            title: |_| "tbench".into(),
         },
         "nas" => Metric {
             unit: "time in seconds",
@@ -192,7 +205,7 @@ pub fn for_experiment(experiment: &str) -> Result<Metric> {
             title: |_| "stress".into(),
         },
         other => bail!(
-            "experiment '{other}' has no comparison metric (compare supports hackbench, schbench, netperf, nas, latency, stress)"
+            "experiment '{other}' has no comparison metric (compare supports hackbench, schbench, netperf, tbench, nas, latency, stress)"
         ),
     })
 }
@@ -238,5 +251,54 @@ mod tests {
         );
         assert!(for_experiment_metric("netperf", Some("migrations")).is_err());
         assert!(for_experiment_metric("hackbench", None).is_ok());
+    }
+
+    fn result_of(rec: serde_json::Value) -> RunResult {
+        RunResult {
+            outcome: Outcome::Success,
+            records: vec![rec],
+            log: vec![],
+            bad_records: vec![],
+            stderr: String::new(),
+            wall: std::time::Duration::ZERO,
+        }
+    }
+
+    #[test]
+    fn tbench_is_payload_megabytes_per_second() {
+        // 3,000,000 bytes in 2 ms = 1.5e9 bytes/s = 1500 MB/sec.
+        let r = result_of(serde_json::json!({"type": "tbench", "bytes": 3_000_000u64,
+            "elapsed_ns": 2_000_000u64, "mb_per_sec_x100": 150_000u64}));
+        let m = for_experiment("tbench").unwrap();
+        assert_eq!(m.better, Better::Higher);
+        assert_eq!((m.extract)(&r).unwrap(), vec![(String::new(), 1500.0)]);
+    }
+
+    #[test]
+    fn netperf_reads_transactions_for_rr_and_received_bits_for_streams() {
+        let m = for_experiment("netperf").unwrap();
+        assert_eq!(m.better, Better::Higher);
+        // Each record carries both fields; the test decides which is read.
+        for (test, want) in [
+            ("TCP_RR", 111.0),
+            ("UDP_RR", 111.0),
+            ("TCP_STREAM", 222.0),
+            ("TCP_MAERTS", 222.0),
+            ("TCP_SENDFILE", 222.0),
+            ("UDP_STREAM", 222.0),
+        ] {
+            let r = result_of(serde_json::json!({"type": "netperf", "test": test,
+                "trans_per_sec": 111, "mbit_per_sec": 222, "send_mbit_per_sec": 333}));
+            assert_eq!(
+                (m.extract)(&r).unwrap(),
+                vec![(String::new(), want)],
+                "{test}"
+            );
+            let title = (m.title)(&r);
+            assert_eq!(
+                title,
+                format!("netperf-{}", test.to_lowercase().replace('_', "-"))
+            );
+        }
     }
 }

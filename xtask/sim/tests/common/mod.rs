@@ -32,3 +32,18 @@ pub fn record(o: &Outcome, kind: &str) -> serde_json::Value {
         .find(|v| v["type"] == kind)
         .unwrap_or_else(|| panic!("no {kind} record in {:#?}", o.records))
 }
+
+/// The nominal profile with every cost outside the calls themselves at
+/// zero (switch, wakeup, IPI, idle exit, timer, jitter): a message then
+/// costs the sum of the profile's terms for its calls.
+pub fn calls_only() -> schedsim::Profile {
+    let mut p = schedsim::Profile::default_profile();
+    p.kernel.context_switch_ns = 0.0;
+    p.kernel.wakeup_ns = 0.0;
+    p.kernel.timer_ns = 0.0;
+    let i = &mut p.wakeup.ipi_ns;
+    (i.smt, i.llc, i.package, i.node, i.remote) = (0.0, 0.0, 0.0, 0.0, 0.0);
+    p.wakeup.idle_exit_ns = 0.0;
+    p.noise.jitter = 0.0;
+    p
+}
