@@ -206,7 +206,7 @@ impl LlcShared {
         self.has_idle_cores.store(v, Relaxed);
     }
 
-    /// The idle-core hint (IDLE_CORE_HINT).
+    /// The recorded idle core (IDLE_CORE_ID / IDLE_CORE_UPDATE).
     pub fn idle_core(&self) -> IdleCore {
         match self.idle_core.load(Relaxed) {
             -2 => IdleCore::None,
