@@ -39,14 +39,16 @@ pub struct Recipe {
     pub full: &'static [&'static str],
 }
 
-/// Seed 001's hackbench: 48 tasks per group as Aubrey Li ran it.
+/// Seed 001's hackbench: 48 tasks per group as Aubrey Li ran it, against
+/// Srikar's v3 series applied together (`SRIKAR_V3`: one switch per patch,
+/// docs/policies.md).
 macro_rules! hackbench_001 {
     ($transport:literal) => {
         &[
             "--experiment",
             "hackbench",
             "--variant-features",
-            "IDLE_CORE_HINT,IDLE_ACCT_ENTRY",
+            "SRIKAR_V3",
             "--arg",
             "fds=24",
             "--arg",
@@ -110,7 +112,7 @@ pub const RECIPES: &[Recipe] = &[
     },
     Recipe {
         seed: "001",
-        title: "Srikar v3: idle-core hint and busy-CPU accounting at idle entry (hackbench, netperf; Aubrey Li's 192-CPU box)",
+        title: "Srikar v3 'wake_affine improvements' (idle-core id, idler LLC, busy accounting in the idle callbacks) (hackbench, netperf; Aubrey Li's 192-CPU box)",
         parts: &[
             Part {
                 name: "threads-sockets",
@@ -130,7 +132,7 @@ pub const RECIPES: &[Recipe] = &[
                     "--experiment",
                     "netperf",
                     "--variant-features",
-                    "IDLE_CORE_HINT,IDLE_ACCT_ENTRY",
+                    "SRIKAR_V3",
                     "--arg",
                     "test=TCP_RR",
                     "--arg",

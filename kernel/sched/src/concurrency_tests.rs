@@ -172,7 +172,7 @@ fn concurrent_cpus_lose_no_task_cfs() {
 fn concurrent_cpus_lose_no_task_eevdf_with_seed_switches() {
     run(
         PickPolicy::Eevdf,
-        "IDLE_CORE_HINT,IDLE_ACCT_ENTRY,WAKE_WIDE_HEAVY",
+        "SRIKAR_V3,NO_FORK_CLOCK_UPDATE,NEW_TASK_NO_DECAY,WAKE_WIDE_HEAVY",
         20_000,
     );
 }

@@ -4,100 +4,157 @@
 //! idle (`update_idle_core`) and cleared by a failed LLC scan;
 //! `nr_busy_cpus` changes only at the tick (`nohz_balance_enter_idle` /
 //! `nohz_balance_exit_idle`: CPUs idle through a tick count as idle).
-//! Seed 001 switches: IDLE_ACCT_ENTRY moves the busy accounting to idle
-//! entry/exit (Srikar's "Move busy_cpu accounting to idle callback");
-//! IDLE_CORE_HINT keeps the identity of an idle core (`idle_core`, with
-//! `set_next_idle_core` at idle entry and `set_core_busy` at idle exit).
+//!
+//! Seed 001, Srikar Dronamraju's "sched/fair: wake_affine improvements" v3
+//! (13 May 2021), one switch per patch (docs/policies.md):
+//! * IDLE_CORE_ID, 2/8 "sched/fair: Maintain the identity of idle-core": the
+//!   LLC records *which* core is idle (`idle_core`, -1 = none known);
+//! * IDLE_CORE_UPDATE, 3/8 "sched/fair: Update idle-core more often": -2 /
+//!   -1 / core encoding, `set_next_idle_core` at idle entry and
+//!   `set_core_busy` at idle exit;
+//! * IDLE_BUSY_ACCT, 6/8 "sched/idle: Move busy_cpu accounting to idle
+//!   callback": `nr_busy_cpus` in pick_next_task_idle / put_prev_task_idle.
+//!
+//! schedlab calls [`idle_enter`] when a CPU switches to the idle task (and
+//! once per CPU at start, after the LLC state is built) and [`idle_exit`]
+//! when it leaves it. Linux also re-picks the idle task on an idle CPU
+//! (put_prev_task_idle then pick_next_task_idle); under 6/8 that pair adds
+//! and removes one, so leaving it out changes no count.
 
 use crate::CpuId;
 use crate::core::SchedCore;
-use crate::features::Feat;
-use crate::placement::sis::core_fully_idle;
+use crate::features::{Feat, Features};
 use crate::rq::IdleCore;
 
-/// `set_next_idle_core()`: scan the other cores of the LLC, wrapping from
-/// `cpu`, for a fully idle one.
-fn set_next_idle_core(core: &SchedCore, cpu: CpuId) -> IdleCore {
+/// Is 2/8's idle-core identity in use? 3/8 is written on top of 2/8, so
+/// IDLE_CORE_UPDATE implies it.
+pub fn idle_core_id(f: &Features) -> bool {
+    f.has(Feat::IdleCoreId) || f.has(Feat::IdleCoreUpdate)
+}
+
+/// Are all SMT siblings of `cpu`'s core other than `cpu` itself available
+/// idle (the loop of `__update_idle_core`)?
+fn siblings_idle(core: &SchedCore, cpu: CpuId) -> bool {
+    core.topo.smt[cpu]
+        .iter()
+        .filter(|&c| c != cpu)
+        .all(|c| core.idle_cpu(c))
+}
+
+/// v3 3/8 `set_next_idle_core(target)`: scan the cores of `target`'s LLC
+/// other than its own, wrapping from `target`; the first whose siblings are
+/// all available idle becomes the LLC's idle core (its `smt_id`), and if
+/// there is none the LLC has "no idle core" (-2). The scan visits each core
+/// once, at the first of its CPUs met in wrap order.
+fn set_next_idle_core(core: &SchedCore, target: CpuId) {
     let t = &core.topo;
-    let own = t.cpus[cpu].core;
-    let start = (cpu + 1) % t.nr_cpus;
-    for c in t.llc_span[cpu].iter_wrap(start) {
-        if t.cpus[c].core == own || t.cpus[c].thread != 0 && t.core_id(c) != c {
+    let llc = &core.llc[t.llc_id[target]];
+    let mut cpus = t.llc_span[target].andnot(&t.smt[target]);
+    for c in t.llc_span[target].iter_wrap(target) {
+        if !cpus.contains(c) {
             continue;
         }
-        if core_fully_idle(core, c) {
-            return IdleCore::Core(t.core_id(c));
+        if t.smt[c].iter().all(|s| core.idle_cpu(s)) {
+            llc.set_idle_core(IdleCore::Core(t.core_id(c)));
+            return;
         }
+        cpus = cpus.andnot(&t.smt[c]);
     }
-    IdleCore::None
+    llc.set_idle_core(IdleCore::None);
 }
 
 /// `__update_idle_core()` at idle entry (only with SMT).
+///
+/// Mainline: set `has_idle_cores` if every other sibling is idle.
+/// 2/8: if the LLC has no idle core recorded (`get_idle_core(cpu, 0) < 0`)
+/// and every other sibling is idle, record this core (`smt_id`).
+/// 3/8: if a sibling is busy and the value is -1 ("unknown"), look for
+/// another idle core (`set_next_idle_core`); -2 stays -2.
 pub fn update_idle_core(core: &mut SchedCore, cpu: CpuId) {
     if !core.topo.smt_active {
         return;
     }
     let id = core.topo.llc_id[cpu];
-    if core.cfg.features.has(Feat::IdleCoreHint) {
-        if let IdleCore::Core(_) = core.llc[id].idle_core() {
+    let f = core.cfg.features;
+    if idle_core_id(&f) {
+        let cur = core.llc[id].idle_core();
+        if let IdleCore::Core(_) = cur {
             return;
         }
-        let hint = if core_fully_idle(core, cpu) {
-            IdleCore::Core(core.topo.core_id(cpu))
-        } else {
-            set_next_idle_core(core, cpu)
-        };
-        core.llc[id].set_idle_core(hint);
-        core.llc[id].set_has_idle_cores(hint != IdleCore::None);
+        if siblings_idle(core, cpu) {
+            core.llc[id].set_idle_core(IdleCore::Core(core.topo.core_id(cpu)));
+        } else if f.has(Feat::IdleCoreUpdate) && cur == IdleCore::Unknown {
+            set_next_idle_core(core, cpu);
+        }
         return;
     }
     if core.llc[id].has_idle_cores() {
         return;
     }
-    if core_fully_idle(core, cpu) {
+    if siblings_idle(core, cpu) {
         core.llc[id].set_has_idle_cores(true);
     }
 }
 
 /// Idle entry (`set_next_task_idle` / `pick_next_task_idle`).
+///
+/// 6/8's pick_next_task_idle: decrement `nr_busy_cpus` (never below 0)
+/// whatever `is_idle` says, then set `is_idle`.
 pub fn idle_enter(core: &mut SchedCore, cpu: CpuId) {
     core.stats.rq.idle_enter += 1;
     update_idle_core(core, cpu);
-    if core.cfg.features.has(Feat::IdleAcctEntry) && !core.rqs[cpu].acct_idle {
+    if core.cfg.features.has(Feat::IdleBusyAcct) {
         let id = core.topo.llc_id[cpu];
         core.llc[id].dec_busy();
         core.rqs[cpu].acct_idle = true;
     }
 }
 
-/// Idle exit (`put_prev_task_idle`): `set_core_busy` and busy accounting.
+/// Idle exit (`put_prev_task_idle`).
+///
+/// 3/8's `set_core_busy(cpu)` (with SMT): if the LLC's idle core is this
+/// CPU's core, it becomes -1 ("unknown"). 6/8: if `is_idle`, increment
+/// `nr_busy_cpus` (an unbounded `atomic_inc`) and clear `is_idle`.
 pub fn idle_exit(core: &mut SchedCore, cpu: CpuId) {
     core.stats.rq.idle_exit += 1;
     let id = core.topo.llc_id[cpu];
-    if core.cfg.features.has(Feat::IdleCoreHint) {
+    let f = core.cfg.features;
+    if f.has(Feat::IdleCoreUpdate) && core.topo.smt_active {
         let mine = IdleCore::Core(core.topo.core_id(cpu));
-        core.llc[id].swap_idle_core(mine, IdleCore::Unknown);
+        if core.llc[id].idle_core() == mine {
+            core.llc[id].set_idle_core(IdleCore::Unknown);
+        }
     }
-    if core.cfg.features.has(Feat::IdleAcctEntry) && core.rqs[cpu].acct_idle {
-        core.llc[id].inc_busy();
+    if f.has(Feat::IdleBusyAcct) && core.rqs[cpu].acct_idle {
+        core.llc[id].inc_busy_unbounded();
         core.rqs[cpu].acct_idle = false;
     }
 }
 
-/// Tick-time accounting (mainline `nohz_balance_enter_idle` /
-/// `nohz_balance_exit_idle` via `set_cpu_sd_state_idle/busy`).
+/// Tick-time accounting: `nohz_balance_enter_idle` / `nohz_balance_exit_idle`
+/// via `set_cpu_sd_state_idle` / `set_cpu_sd_state_busy` (a CPU idle at a
+/// tick stands for a CPU that stopped its tick).
+///
+/// Mainline: idle decrements `nr_busy_cpus`, busy again increments it.
+/// 6/8: set_cpu_sd_state_idle only marks `nohz_idle`; set_cpu_sd_state_busy
+/// increments (bounded by the LLC size) only if `is_idle`, and clears it.
 pub fn tick_accounting(core: &mut SchedCore, cpu: CpuId) {
-    if core.cfg.features.has(Feat::IdleAcctEntry) {
-        return;
-    }
+    let acct_at_idle = core.cfg.features.has(Feat::IdleBusyAcct);
     let id = core.topo.llc_id[cpu];
     let idle = core.idle_cpu(cpu);
     let rq = &mut core.rqs[cpu];
     if idle && !rq.nohz_idle {
         rq.nohz_idle = true;
-        core.llc[id].dec_busy();
+        if !acct_at_idle {
+            core.llc[id].dec_busy();
+        }
     } else if !idle && rq.nohz_idle {
         rq.nohz_idle = false;
-        core.llc[id].inc_busy();
+        if !acct_at_idle {
+            core.llc[id].inc_busy();
+        } else if rq.acct_idle {
+            core.llc[id].inc_busy();
+            rq.acct_idle = false;
+        }
     }
 }

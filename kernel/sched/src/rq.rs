@@ -52,7 +52,8 @@ pub struct Rq {
     pub sd: Vec<SdState>,
     /// Mainline nr_busy_cpus state (`sd_llc->nohz_idle`): counted as idle.
     pub nohz_idle: bool,
-    /// Srikar's per-CPU `is_idle` flag (IDLE_ACCT_ENTRY).
+    /// Srikar v3 6/8's per-CPU `is_idle` (IDLE_BUSY_ACCT): this CPU is
+    /// counted idle in `nr_busy_cpus`. 1 when the domains are built.
     pub acct_idle: bool,
     /// Pending active balance: push one task to this CPU.
     pub active_balance: Option<CpuId>,
@@ -97,7 +98,7 @@ impl Rq {
                 })
                 .collect(),
             nohz_idle: false,
-            acct_idle: false,
+            acct_idle: true,
             active_balance: None,
             exec_migrate: None,
             cpu_capacity: 1024,
@@ -130,14 +131,16 @@ impl Rq {
     }
 }
 
-/// Known-idle-core hint of Srikar Dronamraju's series (seed 001).
+/// `sched_domain_shared->idle_core` of Srikar Dronamraju's v3 series
+/// (seed 001). 2/8 alone uses two states: -1 "no idle core known" (the
+/// initial value, stored as [`IdleCore::Unknown`]) and a core; 3/8 adds -2.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum IdleCore {
-    /// -2: no idle core in the LLC.
+    /// -2 (3/8): no idle core in the LLC.
     None,
-    /// -1: unknown (a known idle core became busy).
+    /// -1: 3/8: unknown (a known idle core became busy); 2/8 alone: none.
     Unknown,
-    /// >= 0: the first CPU of a fully idle core.
+    /// >= 0: `smt_id` (first CPU) of a fully idle core.
     Core(CpuId),
 }
 
@@ -171,7 +174,8 @@ impl LlcShared {
         self.nr_busy_cpus.load(Relaxed)
     }
 
-    /// One more busy CPU (capped at the LLC size).
+    /// One more busy CPU, capped at the LLC size (`atomic_add_unless(..,
+    /// 1, sd_llc_size)`; mainline's tick accounting never exceeds it).
     pub fn inc_busy(&self) {
         let size = self.size;
         let _ = self
@@ -179,7 +183,13 @@ impl LlcShared {
             .fetch_update(Relaxed, Relaxed, |n| Some((n + 1).min(size)));
     }
 
-    /// One busy CPU less (saturating).
+    /// One more busy CPU, not capped (`atomic_inc`, Srikar v3 6/8's
+    /// put_prev_task_idle).
+    pub fn inc_busy_unbounded(&self) {
+        self.nr_busy_cpus.fetch_add(1, Relaxed);
+    }
+
+    /// One busy CPU less, floored at 0 (`atomic_add_unless(.., -1, 0)`).
     pub fn dec_busy(&self) {
         let _ = self
             .nr_busy_cpus
@@ -196,7 +206,7 @@ impl LlcShared {
         self.has_idle_cores.store(v, Relaxed);
     }
 
-    /// The idle-core hint (IDLE_CORE_HINT).
+    /// The recorded idle core (IDLE_CORE_ID / IDLE_CORE_UPDATE).
     pub fn idle_core(&self) -> IdleCore {
         match self.idle_core.load(Relaxed) {
             -2 => IdleCore::None,

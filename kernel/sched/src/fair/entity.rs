@@ -8,6 +8,7 @@
 use super::cfs_rq::CfsRq;
 use super::{cfs, eevdf};
 use crate::config::{PickPolicy, SchedConfig};
+use crate::features::Feat;
 use crate::pelt;
 use crate::task::{TaskId, Tasks};
 use crate::weight::calc_delta_fair;
@@ -73,10 +74,23 @@ pub fn update_load_avg(
     now: u64,
     action: PeltAction,
 ) {
+    update_load_avg_se(cfs, tasks, id, now, action, true);
+}
+
+/// [`update_load_avg`]; `decay_se = false` leaves the entity's own
+/// averages as they are (seed 002's NEW_TASK_NO_DECAY at a first enqueue).
+fn update_load_avg_se(
+    cfs: &mut CfsRq,
+    tasks: &mut impl Tasks,
+    id: TaskId,
+    now: u64,
+    action: PeltAction,
+    decay_se: bool,
+) {
     let running = cfs.curr == Some(id);
     let se = &mut tasks[id].se;
     let w = se.load.weight;
-    if se.avg.last_update_time != 0 {
+    if decay_se && se.avg.last_update_time != 0 {
         pelt::update_entity_load_avg(&mut se.avg, now, w, se.on_rq, running);
     }
     pelt::update_cfs_rq_load_avg(
@@ -146,7 +160,15 @@ pub fn enqueue_entity(
     if renorm && !is_curr {
         renormalise(cfs, tasks, id);
     }
-    update_load_avg(cfs, tasks, id, now, PeltAction::Attach);
+    // Seed 002 (Fleming, "sched/fair: Do not decay new task load on first
+    // enqueue", Sep 2016): v4.8's enqueue_entity_load_avg decayed an
+    // attached entity to `now` before adding it to the runnable load; for a
+    // task's first enqueue after fork the patch skips that decay, so the
+    // task arrives with its full initial load (load_avg = weight). With
+    // FORK_CLOCK_UPDATE (mainline) a new task is attached here, at `now`,
+    // and there is nothing to decay either way.
+    let decay_se = !(flags.initial && cfg.features.has(Feat::NewTaskNoDecay));
+    update_load_avg_se(cfs, tasks, id, now, PeltAction::Attach, decay_se);
     match cfg.pick {
         PickPolicy::Eevdf => eevdf::place_entity(cfs, tasks, cfg, id, flags),
         PickPolicy::Cfs => {

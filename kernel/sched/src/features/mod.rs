@@ -1,11 +1,13 @@
 //! `sched_feat`-style switches, selectable per run by name.
 //!
 //! Linux's own flags (kernel/sched/features.h) keep their names and defaults;
-//! the seed experiments add switches named after the patch they model. A run
-//! selects them with a string such as `"WA_IDLE,NO_WA_WEIGHT,SIS_UTIL"`,
-//! applied on top of the defaults exactly like writes to
-//! `/sys/kernel/debug/sched/features`; `Display` prints the full set back in
-//! the same syntax, so `parse(display(f)) == f`.
+//! the seed experiments add switches named after the patch they model, one
+//! switch per patch where a thread posted several (docs/policies.md maps each
+//! to its message). [`ALIASES`] name a series applied together and the names
+//! older recipes used. A run selects switches with a string such as
+//! `"WA_IDLE,NO_WA_WEIGHT,SIS_UTIL"`, applied on top of the defaults exactly
+//! like writes to `/sys/kernel/debug/sched/features`; `Display` prints the
+//! full set back in the same syntax, so `parse(display(f)) == f`.
 
 use alloc::string::{String, ToString};
 use core::fmt;
@@ -62,10 +64,25 @@ pub enum Feat {
     RunnableLoad,
     /// Seed 002: blocked load as the second key in legacy find_idlest_group.
     IdlestBlocked,
-    /// Seed 001: nr_busy_cpus accounted at idle entry/exit (not at the tick).
-    IdleAcctEntry,
-    /// Seed 001: per-LLC "next idle core" hint.
-    IdleCoreHint,
+    /// Seed 002 (Zijlstra's proposal quoted by Guittot): wake_up_new_task
+    /// updates the destination's clock before attaching the new task.
+    ForkClockUpdate,
+    /// Seed 002 (Fleming): no PELT decay of a new task at its first enqueue.
+    NewTaskNoDecay,
+    /// Seed 001 (Srikar v3 2/8): the LLC remembers which core is idle.
+    IdleCoreId,
+    /// Seed 001 (Srikar v3 3/8): the idle core is updated at idle entry/exit.
+    IdleCoreUpdate,
+    /// Seed 001 (Srikar v3 4/8): `wake_affine_idler_llc`.
+    WaIdlerLlc,
+    /// Seed 001 (Srikar v3 5/8): wake_affine_idle within an LLC,
+    /// wake_affine_idler_llc across LLCs.
+    WaIdlerLlcAcross,
+    /// Seed 001 (Srikar v3 6/8): nr_busy_cpus accounted in the idle task's
+    /// pick/put callbacks.
+    IdleBusyAcct,
+    /// Seed 001 (Srikar v3 8/8): no LLC scan when both LLCs are fully busy.
+    SisSkipBusyLlcs,
     /// Seed 003: couple wakee flips with heavy wakers.
     WakeWideHeavy,
     /// Seed 004: honour WF_SYNC in wake_affine.
@@ -191,16 +208,52 @@ pub const FEATURES: &[FeatureDesc] = &[
         doc: "seed 002 (Guittot, 6b94780e45c1, v4.11): with RUNNABLE_LOAD, near-equal runnable loads are separated by blocked-inclusive load; off = pre-4.11 runnable-only comparison",
     },
     FeatureDesc {
-        feat: Feat::IdleAcctEntry,
-        name: "IDLE_ACCT_ENTRY",
-        default: false,
-        doc: "seed 001 (Srikar v3 6/8+7/8): nr_busy_cpus updated at idle entry/exit and select_idle_cpu skips a fully busy LLC; off = mainline accounting at the tick (nohz)",
+        feat: Feat::ForkClockUpdate,
+        name: "FORK_CLOCK_UPDATE",
+        default: true,
+        doc: "seed 002 (Zijlstra's proposal, quoted in Guittot's 'sched: use load_avg for selecting idlest group', Oct 2016; mainline): wake_up_new_task updates the destination's rq clock before post_init_entity_util_avg, so the first enqueue does not decay the new task's load; off = v4.8 (7dc603c9028e): attached at the destination's stale clock, decayed to now at the first enqueue",
     },
     FeatureDesc {
-        feat: Feat::IdleCoreHint,
-        name: "IDLE_CORE_HINT",
+        feat: Feat::NewTaskNoDecay,
+        name: "NEW_TASK_NO_DECAY",
         default: false,
-        doc: "seed 001 (Srikar v3 2/8+3/8): LLC remembers a known idle core (-2 none, -1 unknown, >=0 core) tried first by select_idle_cpu; off = mainline has_idle_cores bool",
+        doc: "seed 002 (Fleming, 'sched/fair: Do not decay new task load on first enqueue', Sep 2016, unmerged): enqueue_entity_load_avg does not decay a new task's own averages at its first enqueue; only changes anything with NO_FORK_CLOCK_UPDATE",
+    },
+    FeatureDesc {
+        feat: Feat::IdleCoreId,
+        name: "IDLE_CORE_ID",
+        default: false,
+        doc: "seed 001 (Srikar v3 2/8 'sched/fair: Maintain the identity of idle-core'): the LLC keeps the id of an idle core (-1 none) instead of has_idle_cores; set at idle entry when the whole core is idle, reset to -1 when select_idle_cpu takes that core, never cleared by a failed scan",
+    },
+    FeatureDesc {
+        feat: Feat::IdleCoreUpdate,
+        name: "IDLE_CORE_UPDATE",
+        default: false,
+        doc: "seed 001 (Srikar v3 3/8 'sched/fair: Update idle-core more often', on top of 2/8, implies IDLE_CORE_ID): -2 none, -1 unknown (scanned as 'has idle core'), >=0 core; idle entry with a busy sibling and -1 searches the LLC for an idle core (set_next_idle_core); idle exit of the recorded core sets -1 (set_core_busy)",
+    },
+    FeatureDesc {
+        feat: Feat::WaIdlerLlc,
+        name: "WA_IDLER_LLC",
+        default: false,
+        doc: "seed 001 (Srikar v3 4/8 'sched/fair: Prefer idle CPU to cache affinity', the patch's own feature): wake_affine_idler_llc after WA_IDLE: preferred CPU (prev, or the waker's if sync) if idle, else its LLC's idle core claimed by compare-and-swap, the same for the other CPU, else the LLC with the smaller busy fraction",
+    },
+    FeatureDesc {
+        feat: Feat::WaIdlerLlcAcross,
+        name: "WA_IDLER_LLC_ACROSS",
+        default: false,
+        doc: "seed 001 (Srikar v3 5/8 'sched/fair: Use affine_idler_llc for wakeups across LLC', implies WA_IDLER_LLC): wake_affine_idle (prev idle, else waker idle; no sync rule) only within an LLC, wake_affine_idler_llc only across LLCs; wake_affine_weight's sync path returns the waker's CPU when it runs at most one task",
+    },
+    FeatureDesc {
+        feat: Feat::IdleBusyAcct,
+        name: "IDLE_BUSY_ACCT",
+        default: false,
+        doc: "seed 001 (Srikar v3 6/8 'sched/idle: Move busy_cpu accounting to idle callback', with 7/8): nr_busy_cpus decremented at every idle pick (floored at 0), incremented when the idle task is put if the CPU was counted idle, and by set_cpu_sd_state_busy (bounded by the LLC size) only then; set_cpu_sd_state_idle no longer decrements; off = mainline nohz accounting at the tick",
+    },
+    FeatureDesc {
+        feat: Feat::SisSkipBusyLlcs,
+        name: "SIS_SKIP_BUSY_LLCS",
+        default: false,
+        doc: "seed 001 (Srikar v3 8/8 'sched/fair: Dont iterate if no idle CPUs'): when wake_affine_idler_llc finds both LLCs fully busy (nr_busy_cpus == size), select_idle_sibling returns the target without scanning the LLC; acts only through WA_IDLER_LLC",
     },
     FeatureDesc {
         feat: Feat::WakeWideHeavy,
@@ -237,6 +290,48 @@ pub const FEATURES: &[FeatureDesc] = &[
         name: "WAKEE_CROSS_CORE",
         default: false,
         doc: "seed 004: wakee forced onto another core of the waker's LLC",
+    },
+];
+
+/// A name standing for several switches: a patch series applied together,
+/// or a name that older recipes and results use. Parsed like a switch
+/// (`NO_X` clears every member); `Display` prints the members, never the alias.
+pub struct FeatureAlias {
+    /// Name as used in feature strings.
+    pub name: &'static str,
+    /// The switches it sets or clears.
+    pub feats: &'static [Feat],
+    /// What it stands for.
+    pub doc: &'static str,
+}
+
+/// Seed 001's v3 series as Aubrey Li tested it (2/8, 3/8, 4/8, 5/8, 6/8 and
+/// 8/8; 1/8 only changes statistics, 7/8 only removes `#ifdef`s).
+const SRIKAR_V3: &[Feat] = &[
+    Feat::IdleCoreId,
+    Feat::IdleCoreUpdate,
+    Feat::WaIdlerLlc,
+    Feat::WaIdlerLlcAcross,
+    Feat::IdleBusyAcct,
+    Feat::SisSkipBusyLlcs,
+];
+
+/// All aliases.
+pub const ALIASES: &[FeatureAlias] = &[
+    FeatureAlias {
+        name: "SRIKAR_V3",
+        feats: SRIKAR_V3,
+        doc: "seed 001: Srikar Dronamraju's 'sched/fair: wake_affine improvements' v3 (13 May 2021) applied together: IDLE_CORE_ID, IDLE_CORE_UPDATE, WA_IDLER_LLC, WA_IDLER_LLC_ACROSS, IDLE_BUSY_ACCT, SIS_SKIP_BUSY_LLCS",
+    },
+    FeatureAlias {
+        name: "IDLE_CORE_HINT",
+        feats: &[Feat::IdleCoreId, Feat::IdleCoreUpdate],
+        doc: "seed 001, former switch (v3 2/8 + 3/8): IDLE_CORE_ID,IDLE_CORE_UPDATE. The former switch also claimed the hinted core by compare-and-swap before the LLC scan (4/8's rule, now WA_IDLER_LLC in wake_affine) and cleared the hint after a failed scan (2/8 removed that)",
+    },
+    FeatureAlias {
+        name: "IDLE_ACCT_ENTRY",
+        feats: &[Feat::IdleBusyAcct],
+        doc: "seed 001, former switch (v3 6/8): IDLE_BUSY_ACCT. The former switch also skipped the LLC scan when the target's LLC counted all CPUs busy; 8/8's skip is SIS_SKIP_BUSY_LLCS",
     },
 ];
 
@@ -318,7 +413,8 @@ impl Features {
     }
 
     /// Parse a comma (or space) separated list applied on top of the
-    /// defaults; `NO_X` clears `X`. Unknown names are an error.
+    /// defaults; `NO_X` clears `X` (every member of an [`ALIASES`] entry).
+    /// Unknown names are an error.
     pub fn parse(s: &str) -> Result<Features, FeatureError> {
         let mut f = Features::default();
         f.apply(s)?;
@@ -332,6 +428,12 @@ impl Features {
                 Some(rest) => (rest, false),
                 None => (tok, true),
             };
+            if let Some(a) = ALIASES.iter().find(|a| a.name == name) {
+                for &f in a.feats {
+                    self.set(f, on);
+                }
+                continue;
+            }
             let d = Self::lookup(name).ok_or_else(|| FeatureError::Unknown(tok.to_string()))?;
             if !on && WAKEE_GROUP.contains(&d.feat) {
                 return Err(FeatureError::ClearWakeeMode(name.to_string()));

@@ -15,6 +15,10 @@ pub mod wake;
 #[cfg(test)]
 mod fidelity_tests;
 #[cfg(test)]
+mod seed001_tests;
+#[cfg(test)]
+mod seed002_tests;
+#[cfg(test)]
 mod seed_tests;
 #[cfg(test)]
 mod tests;
@@ -121,12 +125,16 @@ pub fn select_task_rq_fair(
     }
 
     let mut sd_level: Option<usize> = None;
+    // Seed 001 (Srikar v3 8/8): false when wake_affine_idler_llc saw both
+    // LLCs fully busy.
+    let mut idle = true;
     let nr_levels = core.topo.sd(this_cpu).len();
     for lvl in 0..nr_levels {
         let d = &core.topo.sd(this_cpu)[lvl];
         if want_affine && d.flags.contains(SD_WAKE_AFFINE) && d.span.contains(prev_cpu) {
             if this_cpu != prev_cpu {
-                new_cpu = wake::wake_affine(core, this_cpu, lvl, p, prev_cpu, sync);
+                (new_cpu, idle) =
+                    wake::wake_affine_idle_flag(core, this_cpu, lvl, p, prev_cpu, sync);
             }
             sd_level = None;
             break;
@@ -144,7 +152,7 @@ pub fn select_task_rq_fair(
         }
         new_cpu = idlest::find_idlest_cpu(core, this_cpu, lvl, p, prev_cpu, sd_flag);
     } else if wake_flags.has(WakeFlags::TTWU) {
-        new_cpu = sis::select_idle_sibling(core, p, prev_cpu, new_cpu, this_cpu, waker);
+        new_cpu = sis::select_idle_sibling_idle(core, p, prev_cpu, new_cpu, this_cpu, waker, idle);
     }
     new_cpu
 }

@@ -177,81 +177,8 @@ fn seed002_find_idlest_group_keys() {
     );
 }
 
-#[test]
-fn seed001_idle_core_hint_picks_remembered_core() {
-    let smt = spec(1, 4, 2, 1);
-    let setup = |f: &str| {
-        let mut s = sched(&smt, PickPolicy::Cfs, f);
-        let p = sleeper_on(&mut s, 0, 10);
-        let _a = run_on(&mut s, 0, 20);
-        let _b = run_on(&mut s, 1, 20);
-        // cpu6 runs something and goes idle again: its core becomes the hint.
-        let _c = sleeper_on(&mut s, 6, 30);
-        s.core().tasks[p].recent_used_cpu = 0;
-        (s, p)
-    };
-    let (s, p) = setup("IDLE_CORE_HINT");
-    assert_eq!(s.wake_up(p, 0, false, 100).cpu, 6);
-    assert_eq!(s.stats().sis.sis_hint_hit, 1);
-    let (s, p) = setup("NO_IDLE_CORE_HINT");
-    assert_eq!(
-        s.wake_up(p, 0, false, 100).cpu,
-        2,
-        "scan from target+1 finds core 2-3 first"
-    );
-    assert_eq!(s.stats().sis.sis_idle_core, 1);
-}
-
-#[test]
-fn seed001_busy_accounting_at_idle_entry_vs_tick() {
-    for (f, at_entry) in [("IDLE_ACCT_ENTRY", true), ("NO_IDLE_ACCT_ENTRY", false)] {
-        let mut s = sched(&spec(1, 4, 1, 1), PickPolicy::Cfs, f);
-        let llc = s.shared.topo.llc_id[0];
-        let before = s.shared.llc[llc].nr_busy_cpus();
-        assert_eq!(before, if at_entry { 0 } else { 4 }, "{f}: boot state");
-        for cpu in 0..4 {
-            s.tick(cpu, 1_000_000);
-        }
-        assert_eq!(
-            s.shared.llc[llc].nr_busy_cpus(),
-            0,
-            "{f}: idle through a tick"
-        );
-        let _t = run_on(&mut s, 2, 1_500_000);
-        assert_eq!(
-            s.shared.llc[llc].nr_busy_cpus(),
-            u32::from(at_entry),
-            "{f}: right after idle exit"
-        );
-        s.tick(2, 2_000_000);
-        assert_eq!(
-            s.shared.llc[llc].nr_busy_cpus(),
-            1,
-            "{f}: after the busy tick"
-        );
-    }
-}
-
-#[test]
-fn seed001_idle_acct_entry_skips_scan_of_full_llc() {
-    // All CPUs run something; cpu3 runs only a SCHED_IDLE task. Mainline
-    // finds cpu3 (sched_idle_cpu); with IDLE_ACCT_ENTRY the LLC counts as
-    // fully busy and the scan is skipped.
-    for (f, want) in [("NO_IDLE_ACCT_ENTRY", 3usize), ("IDLE_ACCT_ENTRY", 0)] {
-        let mut s = sched(&spec(1, 4, 1, 1), PickPolicy::Cfs, f);
-        let p = sleeper_on(&mut s, 0, 10);
-        for cpu in 0..3 {
-            run_on(&mut s, cpu, 20);
-        }
-        s.wake_up_new_task_on(None, 3, 0, TaskPolicy::Idle, 20);
-        s.schedule(3, 20);
-        for cpu in 0..4 {
-            s.tick(cpu, 1_000_000);
-        }
-        s.core().tasks[p].recent_used_cpu = 0;
-        assert_eq!(s.wake_up(p, 0, false, 1_000_100).cpu, want, "{f}");
-    }
-}
+// Seed 001's switches (one per patch of Srikar's v3) are tested in
+// `seed001_tests.rs`, seed 002's fork-load switches in `seed002_tests.rs`.
 
 #[test]
 fn wake_affine_weight_arithmetic() {

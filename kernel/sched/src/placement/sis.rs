@@ -4,33 +4,29 @@
 //! per-CPU-kthread stacking, recent_used_cpu, prev's SMT siblings, LLC scan,
 //! fallback), `select_idle_smt()`, `select_idle_core()` and
 //! `select_idle_cpu()` with the SIS_UTIL scan limit (§C.6), plus seed 001's
-//! IDLE_CORE_HINT (try the LLC's known idle core first) and
-//! IDLE_ACCT_ENTRY (skip the scan when nr_busy_cpus says the LLC is full).
+//! switches from Srikar Dronamraju's v3 series (13 May 2021):
+//! IDLE_CORE_ID (2/8, the LLC's `idle_core` replaces `has_idle_cores`),
+//! IDLE_CORE_UPDATE (3/8, its -2/-1/core encoding) and SIS_SKIP_BUSY_LLCS
+//! (8/8, no scan when wake_affine_idler_llc saw both LLCs fully busy).
 
 use crate::CpuId;
 use crate::core::SchedCore;
 use crate::features::Feat;
+use crate::idle::idle_core_id;
 use crate::rq::IdleCore;
 use crate::task::TaskId;
 use topology::CpuMask;
 
-/// `test_idle_cores(cpu)`: does the LLC of `cpu` (probably) have an idle core?
+/// Mainline `test_idle_cores(cpu)`: does the LLC of `cpu` (probably) have
+/// an idle core?
 pub fn test_idle_cores(core: &SchedCore, cpu: CpuId) -> bool {
-    let llc = &core.llc[core.topo.llc_id[cpu]];
-    if core.cfg.features.has(Feat::IdleCoreHint) {
-        llc.idle_core() != IdleCore::None
-    } else {
-        llc.has_idle_cores()
-    }
+    core.llc[core.topo.llc_id[cpu]].has_idle_cores()
 }
 
-/// `set_idle_cores(cpu, false)` after a failed full scan.
+/// Mainline `set_idle_cores(cpu, false)` after a failed full scan.
 fn clear_idle_cores(core: &mut SchedCore, cpu: CpuId) {
     let id = core.topo.llc_id[cpu];
     core.llc[id].set_has_idle_cores(false);
-    if core.cfg.features.has(Feat::IdleCoreHint) {
-        core.llc[id].set_idle_core(IdleCore::None);
-    }
     core.stats.sis.has_idle_cores_cleared += 1;
 }
 
@@ -88,18 +84,25 @@ pub enum ScanResult {
     None,
 }
 
-/// `select_idle_cpu(p, sd_llc, has_idle_core, target)`.
+/// `select_idle_cpu(p, sd_llc, has_idle_core, target)` (mainline).
 pub fn select_idle_cpu(core: &mut SchedCore, has_idle_core: bool, target: CpuId) -> ScanResult {
+    select_idle_cpu_hint(core, has_idle_core, None, target)
+}
+
+/// [`select_idle_cpu`] with seed 001's idle-core record: `hint` is the
+/// LLC's `idle_core` as select_idle_sibling read it when IDLE_CORE_ID (v3
+/// 2/8) is on, `None` for mainline. 2/8 changes two things here: when the core scan returns the recorded core (same `smt_id`), the
+/// record is reset to -1; and a full scan that found no idle core no longer
+/// clears anything (mainline clears `has_idle_cores`).
+pub fn select_idle_cpu_hint(
+    core: &mut SchedCore,
+    has_idle_core: bool,
+    hint: Option<IdleCore>,
+    target: CpuId,
+) -> ScanResult {
     let f = core.cfg.features;
     let llc_id = core.topo.llc_id[target];
     core.stats.sis.sis_domain_search += 1;
-    if f.has(Feat::IdleAcctEntry) {
-        let l = &core.llc[llc_id];
-        if l.nr_busy_cpus() >= l.size {
-            core.stats.sis.sis_busy_skip += 1;
-            return ScanResult::None;
-        }
-    }
     let mut nr: i64 = i64::MAX;
     if f.has(Feat::SisUtil) {
         nr = i64::from(core.llc[llc_id].nr_idle_scan()) + 1;
@@ -107,15 +110,6 @@ pub fn select_idle_cpu(core: &mut SchedCore, has_idle_core: bool, target: CpuId)
             core.stats.sis.sis_util_skip += 1;
             return ScanResult::None;
         }
-    }
-    if has_idle_core
-        && f.has(Feat::IdleCoreHint)
-        && let IdleCore::Core(c) = core.llc[llc_id].idle_core()
-        && core_fully_idle(core, c)
-        && core.llc[llc_id].swap_idle_core(IdleCore::Core(c), IdleCore::Unknown)
-    {
-        core.stats.sis.sis_hint_hit += 1;
-        return ScanResult::IdleCore(c);
     }
     let span = core.topo.llc_span[target].clone();
     let mut visited = CpuMask::new(core.topo.nr_cpus);
@@ -131,9 +125,20 @@ pub fn select_idle_cpu(core: &mut SchedCore, has_idle_core: bool, target: CpuId)
             for s in core.topo.smt[cpu].iter() {
                 visited.set(s);
             }
-            let (r, ex) = select_idle_core(core, cpu, &mut idle_cpu);
+            // Without SMT, Linux's select_idle_core() is __select_idle_cpu():
+            // the CPU itself if idle-ish. Only 3/8 gets here without SMT (its
+            // "has idle core" is "!= -2", and the value passed is -1).
+            let (r, ex) = if core.topo.smt_active {
+                select_idle_core(core, cpu, &mut idle_cpu)
+            } else {
+                (core.idle_ish(cpu).then_some(cpu), 1)
+            };
             scanned += ex;
             if let Some(c) = r {
+                if hint == Some(IdleCore::Core(core.topo.core_id(c))) {
+                    core.llc[llc_id].set_idle_core(IdleCore::Unknown);
+                    core.stats.sis.idle_core_taken += 1;
+                }
                 found = ScanResult::IdleCore(c);
                 break;
             }
@@ -150,7 +155,9 @@ pub fn select_idle_cpu(core: &mut SchedCore, has_idle_core: bool, target: CpuId)
         }
     }
     if has_idle_core && found == ScanResult::None {
-        clear_idle_cores(core, target);
+        if hint.is_none() {
+            clear_idle_cores(core, target);
+        }
         if let Some(c) = idle_cpu {
             found = ScanResult::IdleCpu(c);
         }
@@ -172,6 +179,22 @@ pub fn select_idle_sibling(
     target: CpuId,
     this_cpu: CpuId,
     waker: Option<TaskId>,
+) -> CpuId {
+    select_idle_sibling_idle(core, p, prev, target, this_cpu, waker, true)
+}
+
+/// [`select_idle_sibling`] with v3 8/8's `idle` argument: false when
+/// wake_affine_idler_llc found both LLCs fully busy, and then (with
+/// SIS_SKIP_BUSY_LLCS) the target is returned after the recent_used_cpu
+/// test, without looking at the LLC.
+pub fn select_idle_sibling_idle(
+    core: &mut SchedCore,
+    p: TaskId,
+    prev: CpuId,
+    target: CpuId,
+    this_cpu: CpuId,
+    waker: Option<TaskId>,
+    idle: bool,
 ) -> CpuId {
     core.stats.sis.sis_search += 1;
     if core.idle_ish(target) {
@@ -200,12 +223,43 @@ pub fn select_idle_sibling(
         core.stats.sis.sis_recent += 1;
         return recent;
     }
+    if !idle {
+        core.stats.sis.sis_idle_skip += 1;
+        core.stats.sis.sis_fallback += 1;
+        return target;
+    }
     if core.topo.llc_level[target].is_none() {
         core.stats.sis.sis_fallback += 1;
         return target;
     }
+    let f = core.cfg.features;
     let mut has_idle_core = false;
-    if core.topo.smt_active {
+    let mut hint = None;
+    if idle_core_id(&f) {
+        // v3 2/8: the value starts as -1; with SMT it is read from the
+        // target's LLC, and any negative value with prev in the target's
+        // LLC tries prev's SMT siblings first. 2/8 alone stores only -1
+        // (none) or a core; 3/8 scans for cores unless the value is -2
+        // ("none"), so -1 ("unknown") both takes the sibling shortcut and
+        // scans cores -- also without SMT, where the -1 is never replaced.
+        let mut h = IdleCore::Unknown;
+        if core.topo.smt_active {
+            h = core.llc[core.topo.llc_id[target]].idle_core();
+            if !matches!(h, IdleCore::Core(_))
+                && core.topo.share_cache(prev, target)
+                && let Some(c) = select_idle_smt(core, prev)
+            {
+                core.stats.sis.sis_smt += 1;
+                return c;
+            }
+        }
+        has_idle_core = if f.has(Feat::IdleCoreUpdate) {
+            h != IdleCore::None
+        } else {
+            matches!(h, IdleCore::Core(_))
+        };
+        hint = Some(h);
+    } else if core.topo.smt_active {
         has_idle_core = test_idle_cores(core, target);
         if !has_idle_core
             && core.topo.share_cache(prev, target)
@@ -215,7 +269,7 @@ pub fn select_idle_sibling(
             return c;
         }
     }
-    match select_idle_cpu(core, has_idle_core, target) {
+    match select_idle_cpu_hint(core, has_idle_core, hint, target) {
         ScanResult::IdleCore(c) => {
             core.stats.sis.sis_idle_core += 1;
             c

@@ -3,11 +3,14 @@
 //! Mirrors `record_wakee()`, `wake_wide()`, `wake_affine()`,
 //! `wake_affine_idle()` and `wake_affine_weight()` (reference §C.3, §C.4),
 //! including the seed switches WA_IDLE_PREV (000), RUNNABLE_LOAD (000),
-//! WAKE_WIDE_HEAVY (003) and WA_SYNC (004).
+//! WAKE_WIDE_HEAVY (003), WA_SYNC (004), and seed 001's WA_IDLER_LLC
+//! (Srikar v3 4/8, `wake_affine_idler_llc()`) and WA_IDLER_LLC_ACROSS (v3
+//! 5/8), with 8/8's "both LLCs busy" signal (SIS_SKIP_BUSY_LLCS).
 
 use crate::CpuId;
 use crate::core::SchedCore;
 use crate::features::Feat;
+use crate::rq::IdleCore;
 use crate::task::TaskId;
 
 /// One second (HZ jiffies) in ns: the wakee_flips decay period.
@@ -93,6 +96,11 @@ pub fn wake_affine_weight(
     sync: bool,
 ) -> Option<CpuId> {
     let bias = core.cfg.features.has(Feat::WaBias);
+    // Seed 001 (Srikar v3 5/8): the sync rule moved here from
+    // wake_affine_idle, as "the waker's CPU runs at most one task".
+    if sync && core.cfg.features.has(Feat::WaIdlerLlcAcross) && core.nr_running(this_cpu) <= 1 {
+        return Some(this_cpu);
+    }
     let mut this_eff = core.cpu_load(this_cpu) as i128;
     if sync && let Some(cur) = core.rqs[this_cpu].curr {
         let current_load = core.task_h_load(cur) as i128;
@@ -119,6 +127,87 @@ pub fn wake_affine_weight(
     (this_eff < prev_eff).then_some(this_cpu)
 }
 
+/// Seed 001, Srikar v3 5/8 "sched/fair: Use affine_idler_llc for wakeups
+/// across LLC": `wake_affine_idle(this_cpu, prev_cpu)`, now called only when
+/// both CPUs share the LLC: prev if idle-ish, else this if idle-ish.
+pub fn wake_affine_idle_llc(core: &SchedCore, this_cpu: CpuId, prev_cpu: CpuId) -> Option<CpuId> {
+    if core.idle_ish(prev_cpu) {
+        return Some(prev_cpu);
+    }
+    if core.idle_ish(this_cpu) {
+        return Some(this_cpu);
+    }
+    None
+}
+
+/// v3 4/8's `test_reset_idle_core()`: claim the recorded idle core of
+/// `cpu`'s LLC by compare-and-swap to -1, so two wakers never get the same
+/// core. (Every task may run on that core here: bound tasks never reach
+/// the placement code.)
+fn claim_idle_core(core: &SchedCore, cpu: CpuId) -> Option<CpuId> {
+    let llc = &core.llc[core.topo.llc_id[cpu]];
+    match llc.idle_core() {
+        IdleCore::Core(c) if llc.swap_idle_core(IdleCore::Core(c), IdleCore::Unknown) => Some(c),
+        _ => None,
+    }
+}
+
+/// Seed 001, Srikar v3 4/8 "sched/fair: Prefer idle CPU to cache affinity":
+/// `wake_affine_idler_llc(p, pref_cpu = this_cpu, try_cpu = prev_cpu,
+/// sync)`, in the patch's order:
+/// 1. not sync: swap, so prev is preferred (sync prefers the waker's CPU);
+/// 2. pref idle-ish -> pref;
+/// 3. pref's LLC has a recorded idle core (2/8's `idle_core >= 0`),
+///    claimed by compare-and-swap to -1 -> that core;
+/// 4. try idle-ish -> try;
+/// 5. try's LLC's recorded idle core, claimed the same way -> that core;
+/// 6. both LLCs fully busy (`nr_busy_cpus == sd_llc_size`) -> none;
+/// 7. `diff = nr_busy(try) * size(pref) - nr_busy(pref) * size(try)`:
+///    > 0 -> pref, < 0 -> try, 0 -> none.
+///
+/// Returns the CPU and 8/8's `idle`: false only in case 6 with
+/// SIS_SKIP_BUSY_LLCS ("Dont iterate if no idle CPUs"). Without IDLE_CORE_ID
+/// no core is ever recorded (the value stays -1), so 3 and 5 never apply.
+pub fn wake_affine_idler_llc(
+    core: &mut SchedCore,
+    this_cpu: CpuId,
+    prev_cpu: CpuId,
+    sync: bool,
+) -> (Option<CpuId>, bool) {
+    let (pref, try_cpu) = if sync {
+        (this_cpu, prev_cpu)
+    } else {
+        (prev_cpu, this_cpu)
+    };
+    if core.idle_ish(pref) {
+        return (Some(pref), true);
+    }
+    if let Some(c) = claim_idle_core(core, pref) {
+        core.stats.wake.wa_idler_llc_core += 1;
+        return (Some(c), true);
+    }
+    if core.idle_ish(try_cpu) {
+        return (Some(try_cpu), true);
+    }
+    if let Some(c) = claim_idle_core(core, try_cpu) {
+        core.stats.wake.wa_idler_llc_core += 1;
+        return (Some(c), true);
+    }
+    let t = &core.topo;
+    let (pl, tl) = (&core.llc[t.llc_id[pref]], &core.llc[t.llc_id[try_cpu]]);
+    let (pnr, tnr) = (i64::from(pl.nr_busy_cpus()), i64::from(tl.nr_busy_cpus()));
+    let (psize, tsize) = (t.llc_size[pref] as i64, t.llc_size[try_cpu] as i64);
+    if tnr == tsize && pnr == psize {
+        return (None, !core.cfg.features.has(Feat::SisSkipBusyLlcs));
+    }
+    let diff = tnr * psize - pnr * tsize;
+    match diff.signum() {
+        1 => (Some(pref), true),
+        -1 => (Some(try_cpu), true),
+        _ => (None, true),
+    }
+}
+
 /// `wake_affine(sd, p, this_cpu, prev_cpu, sync)`: returns this_cpu or prev_cpu.
 pub fn wake_affine(
     core: &mut SchedCore,
@@ -128,12 +217,56 @@ pub fn wake_affine(
     prev_cpu: CpuId,
     sync: bool,
 ) -> CpuId {
+    wake_affine_idle_flag(core, this_cpu, sd_level, p, prev_cpu, sync).0
+}
+
+/// [`wake_affine`] plus 8/8's `idle` flag for select_idle_sibling.
+///
+/// Mainline order: WA_IDLE, then WA_WEIGHT if undecided. Seed 001:
+/// WA_IDLER_LLC (4/8) runs wake_affine_idler_llc between them; with
+/// WA_IDLER_LLC_ACROSS (5/8, which also turns the patch's WA_IDLER_LLC on,
+/// so it implies it) wake_affine_idle runs only when prev and this share
+/// the LLC and wake_affine_idler_llc only when they do not. Since
+/// wake_affine_idler_llc can return a CPU that is neither this_cpu nor
+/// prev_cpu (a claimed idle core), the 5.13 return rule of the series' base
+/// is used: the decided CPU, or prev_cpu when undecided (for the mainline
+/// deciders this is the same as 6.x's "this_cpu or else prev_cpu").
+pub fn wake_affine_idle_flag(
+    core: &mut SchedCore,
+    this_cpu: CpuId,
+    sd_level: usize,
+    p: TaskId,
+    prev_cpu: CpuId,
+    sync: bool,
+) -> (CpuId, bool) {
     let f = core.cfg.features;
     let mut target = None;
-    if f.has(Feat::WaIdle) {
-        target = wake_affine_idle(core, this_cpu, prev_cpu, sync);
-        if target.is_some() {
-            core.stats.wake.wa_idle_decided += 1;
+    let mut idle = true;
+    if f.has(Feat::WaIdlerLlcAcross) {
+        let share = core.topo.share_cache(prev_cpu, this_cpu);
+        if f.has(Feat::WaIdle) && share {
+            target = wake_affine_idle_llc(core, this_cpu, prev_cpu);
+            if target.is_some() {
+                core.stats.wake.wa_idle_decided += 1;
+            }
+        } else if !share {
+            (target, idle) = wake_affine_idler_llc(core, this_cpu, prev_cpu, sync);
+            if target.is_some() {
+                core.stats.wake.wa_idler_llc += 1;
+            }
+        }
+    } else {
+        if f.has(Feat::WaIdle) {
+            target = wake_affine_idle(core, this_cpu, prev_cpu, sync);
+            if target.is_some() {
+                core.stats.wake.wa_idle_decided += 1;
+            }
+        }
+        if f.has(Feat::WaIdlerLlc) && target.is_none() {
+            (target, idle) = wake_affine_idler_llc(core, this_cpu, prev_cpu, sync);
+            if target.is_some() {
+                core.stats.wake.wa_idler_llc += 1;
+            }
         }
     }
     if f.has(Feat::WaWeight) && target.is_none() {
@@ -145,10 +278,10 @@ pub fn wake_affine(
     }
     core.stats.wake.wake_affine_attempts += 1;
     core.tasks[p].stats.nr_wakeups_affine_attempts += 1;
-    if target != Some(this_cpu) {
-        return prev_cpu;
+    let cpu = target.unwrap_or(prev_cpu);
+    if cpu == this_cpu {
+        core.stats.wake.wake_affine_success += 1;
+        core.tasks[p].stats.nr_wakeups_affine += 1;
     }
-    core.stats.wake.wake_affine_success += 1;
-    core.tasks[p].stats.nr_wakeups_affine += 1;
-    this_cpu
+    (cpu, idle)
 }

@@ -7,6 +7,7 @@ use crate::CpuId;
 use crate::config::PickPolicy;
 use crate::core::SchedCore;
 use crate::fair::entity::{self, DequeueFlags, EnqueueFlags};
+use crate::features::Feat;
 use crate::pelt;
 use crate::placement::WakeFlags;
 use crate::policy::SchedPolicy;
@@ -185,13 +186,35 @@ impl<P: SchedPolicy> Scheduler<P> {
         core.tasks[p].cpu = cpu;
         core.tasks[p].recent_used_cpu = cpu;
         core.stats.fork_targets[cpu] += 1;
-        let now_dst = core.update_rq_clock(cpu, now);
-        entity::update_rq_load_avg(&mut core.rqs[cpu].cfs, now_dst);
+        // Seed 002: with NO_FORK_CLOCK_UPDATE, v4.8's wake_up_new_task: no
+        // update_rq_clock before post_init_entity_util_avg, which (since
+        // 7dc603c9028e) updates the queue and attaches the task at the
+        // destination's clock as last updated; activate_task's
+        // update_rq_clock then moves the clock to now, and the first
+        // enqueue decays the task over the gap (unless NEW_TASK_NO_DECAY).
+        // Mainline (and Zijlstra's proposal in the thread) updates the clock
+        // first: the task is attached at now, by enqueue_entity.
+        let stale = core.rqs[cpu].clock;
+        let v48 = !cfg.features.has(Feat::ForkClockUpdate) && stale < now;
+        let at = if v48 {
+            stale
+        } else {
+            core.update_rq_clock(cpu, now)
+        };
+        entity::update_rq_load_avg(&mut core.rqs[cpu].cfs, at);
         {
             let cap = core.rqs[cpu].cpu_capacity_orig;
             let rq_avg = core.rqs[cpu].cfs.avg;
             pelt::post_init_entity_util_avg(&mut core.tasks[p].se.avg, &rq_avg, w, cap);
         }
+        // v4.8's attach_entity_load_avg at the stale clock. (A queue never
+        // updated has last_update_time 0, which means "detached": then the
+        // enqueue attaches, as in mainline.)
+        if v48 && core.rqs[cpu].cfs.avg.last_update_time != 0 {
+            let c = &mut core;
+            pelt::attach_entity_load_avg(&mut c.rqs[cpu].cfs.avg, &mut c.tasks[p].se.avg, w, false);
+        }
+        let now_dst = core.update_rq_clock(cpu, now);
         let flags = EnqueueFlags {
             wakeup: false,
             initial: true,

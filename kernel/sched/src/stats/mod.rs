@@ -163,6 +163,10 @@ counters!(
         wa_idle_decided,
         /// wake_affine_weight decided for this_cpu.
         wa_weight_this,
+        /// wake_affine_idler_llc decided (WA_IDLER_LLC, Srikar v3 4/8).
+        wa_idler_llc,
+        /// ... by claiming an LLC's recorded idle core.
+        wa_idler_llc_core,
         /// Slow path (find_idlest_cpu) used on wakeup.
         wake_slow_path,
         /// Forced placement by a WAKEE_* seed switch.
@@ -200,10 +204,12 @@ counters!(
         sis_failed,
         /// SIS_UTIL said the LLC is overloaded (nr == 1) and skipped the scan.
         sis_util_skip,
-        /// Scan skipped because nr_busy_cpus == llc size (IDLE_ACCT_ENTRY).
-        sis_busy_skip,
-        /// Idle core found through the IDLE_CORE_HINT.
-        sis_hint_hit,
+        /// Scan skipped: wake_affine_idler_llc found both LLCs fully busy
+        /// (SIS_SKIP_BUSY_LLCS, Srikar v3 8/8).
+        sis_idle_skip,
+        /// The core scan took the LLC's recorded idle core, which became -1
+        /// (IDLE_CORE_ID, Srikar v3 2/8).
+        idle_core_taken,
         /// has_idle_cores cleared after a failed full scan.
         has_idle_cores_cleared,
     }
