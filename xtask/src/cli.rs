@@ -168,11 +168,13 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
     /// What --trace writes: chrome (trace-event JSON: a track per CPU and
-    /// per thread, wakeup-to-run flows) or ftrace (the sched_* lines
-    /// `trace-cmd report` prints). Both open in ui.perfetto.dev.
+    /// per thread, wakeup-to-run flows) or ftrace (the sched_* events as
+    /// /sys/kernel/tracing/trace prints them with the nop tracer; not
+    /// trace-cmd's trace.dat). Both open in ui.perfetto.dev.
     #[arg(long, value_enum, default_value_t = TraceFormat::Chrome, requires = "trace")]
     pub trace_format: TraceFormat,
-    /// Trace events kept per CPU (the first ones; later ones are counted as dropped).
+    /// Trace events kept per CPU (the first ones; later ones are counted as
+    /// dropped, and the exports then stop where the first full CPU did).
     #[arg(long, default_value_t = 65_536, value_name = "N")]
     pub trace_events: u32,
     /// Where the run happens: qemu (the kernel in QEMU) or sim (the host

@@ -184,10 +184,12 @@ fn write_trace(
     records: &[serde_json::Value],
 ) -> Result<()> {
     let s = xtask::trace::write(path, args.trace_format, records)?;
-    let dropped = if s.dropped > 0 {
-        format!(", {} dropped: raise --trace-events", s.dropped)
-    } else {
-        String::new()
+    let dropped = match &s.cut {
+        Some(c) => format!(
+            ", {} dropped: raise --trace-events; the trace is {}",
+            s.dropped, c.note
+        ),
+        None => String::new(),
     };
     println!(
         "trace: {} events on {} CPUs{dropped}, {} threads -> {} ({}; open in ui.perfetto.dev)",

@@ -6,7 +6,10 @@
 //!   for every stretch a thread ran there, named after the thread; and an
 //!   instant for every wakeup (`cat` "wakeup"), migration ("migration") and
 //!   fork ("fork") on the CPU that recorded it (the waker's, the balancing
-//!   CPU's, the parent's).
+//!   CPU's, the parent's). A wakeup that put its thread on another CPU than
+//!   the one it last ran or was queued on also has a migration instant
+//!   (reason "wakeup", on the waker's CPU, just before the wakeup's), as
+//!   the scheduler counts it.
 //! - "threads" (pid 2): a track per thread (its run-wide thread number as
 //!   tid), a slice "CPU n" for every stretch it ran (`args.cpu`), and an
 //!   instant when it was woken, migrated or forked.
@@ -17,6 +20,12 @@
 //! of its thread after it; a wakeup the trace never sees followed by a run
 //! has no flow. CPU tracks' tids are numbered after the largest thread
 //! number so that every track has its own tid.
+//!
+//! When a CPU dropped events, the timeline stops at the cut
+//! ([`super::decode::Cut`]; runs still open end there), the top-level
+//! `otherData` (the format's metadata dictionary: chrome://tracing's
+//! "Metadata", Perfetto's trace info) says where and why and how many
+//! events are left out, and a global instant (`cat` "trace") marks it.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -89,16 +98,28 @@ pub fn chrome_trace(records: &[Value]) -> Result<(Value, TraceSummary)> {
             );
         }
     }
-    let summary = TraceSummary {
-        events: d.event_count(),
-        dropped: d.dropped.values().sum(),
-        cpus: d.per_cpu.len(),
-        threads: d.names.len(),
-    };
-    Ok((
-        json!({"traceEvents": out.finish(), "displayTimeUnit": "ns"}),
-        summary,
-    ))
+    let mut trace = json!({"displayTimeUnit": "ns"});
+    if let Some(c) = d.cut {
+        // The trace's metadata ("otherData": chrome://tracing's Metadata
+        // dialog, Perfetto's trace info), and a global instant on the
+        // timeline where it stops.
+        trace["otherData"] = json!({
+            "trace_cut": c.describe(),
+            "trace_cut_ns": c.at.to_string(),
+            "events_left_out": c.left_out().to_string(),
+            "events_dropped": c.dropped.to_string(),
+            "events_recorded_after_cut": c.recorded_after.to_string(),
+        });
+        out.push(
+            c.at,
+            THREAD_INSTANT,
+            json!({"name": "trace cut: events dropped", "cat": "trace", "ph": "i", "s": "g",
+                "pid": CPUS_PID, "tid": cpu_tid(c.cpu), "ts": us(c.at),
+                "args": {"note": c.describe(), "events_left_out": c.left_out()}}),
+        );
+    }
+    trace["traceEvents"] = out.finish().into();
+    Ok((trace, TraceSummary::of(&d)))
 }
 
 /// Events with their sort key (time, rank); `finish` sorts them stably.
@@ -227,8 +248,22 @@ fn thread_slices(out: &mut Out, t: &Timeline) {
 
 /// A wakeup, migration or fork as an instant on the recording CPU's track
 /// (followed by `flow_start`, which binds to it) and on its thread's track.
+/// A wakeup that moved its thread is preceded by a migration instant
+/// (reason "wakeup"), as Linux traces `sched_migrate_task` between
+/// `sched_waking` and `sched_wakeup`.
 fn instants(out: &mut Out, d: &Decoded, s: &Step, cpu_track: u64, flow_start: Option<Value>) {
     let e = s.ev;
+    if let (What::Wakeup { tid, target, .. }, Some(from)) = (e.what, s.migrated_from) {
+        let args = json!({"tid": tid, "from": from, "to": target, "reason": "wakeup",
+            "by_cpu": e.cpu});
+        let instant = |name: &str, pid: u64, track: u64| {
+            json!({"name": name, "cat": "migration", "ph": "i", "s": "t", "pid": pid,
+                "tid": track, "ts": us(e.ts), "args": args})
+        };
+        let name = format!("migrate {}", d.name(tid));
+        out.push(e.ts, CPU_INSTANT, instant(&name, CPUS_PID, cpu_track));
+        out.push(e.ts, THREAD_INSTANT, instant("migrated", THREADS_PID, tid));
+    }
     let (cat, on_cpu, on_thread, args) = match e.what {
         What::Switch { .. } => return,
         What::Wakeup { tid, target, sync } => (
@@ -308,7 +343,7 @@ mod tests {
                 [950, 1, 2, 1, 1],      // wakeup worker (still running) on CPU 1, sync
                 [960, 2, 2, 1, 2]       // balance (reason 2) move 1 -> 0 (to * 16 + reason)
             ]}),
-            json!({"type": "trace", "cpu": 1, "chunk": 0, "chunks": 1, "dropped": 3, "events": [
+            json!({"type": "trace", "cpu": 1, "chunk": 0, "chunks": 1, "dropped": 0, "events": [
                 [300, 0, 2, 0, 0]       // CPU 1: idle -> worker, still running at the end
             ]}),
         ];
@@ -317,9 +352,10 @@ mod tests {
             s,
             TraceSummary {
                 events: 6,
-                dropped: 3,
+                dropped: 0,
                 cpus: 2,
-                threads: 2
+                threads: 2,
+                cut: None
             }
         );
         let ev = events(&records);
@@ -457,5 +493,73 @@ mod tests {
         let forked = pos(&|e| e["name"] == "forked");
         assert!(run < s && s < f && f < forked, "{run} {s} {f} {forked}");
         assert_eq!(ev[s - 1]["name"], "fork thread 8");
+    }
+
+    #[test]
+    fn wakeup_migrations_get_an_instant_and_a_cut_is_in_the_metadata() {
+        let records = vec![
+            json!({"type": "trace_threads", "threads": [[1, "main"], [2, "w"]]}),
+            json!({"type": "trace", "cpu": 0, "dropped": 0, "events": [
+                [1_000, 3, 2, 1, 0],      // main forks w onto CPU 1
+                [9_000, 1, 2, 0, 0],      // main wakes w onto CPU 0: moved from CPU 1
+                [9_500, 0, 2, 0, 0],      // idle -> w, running at the cut
+                [20_000, 0, 0, 2, 0]      // past the cut
+            ]}),
+            json!({"type": "trace", "cpu": 1, "dropped": 2, "events": [
+                [2_000, 0, 2, 0, 0],      // idle -> w
+                [3_000, 0, 0, 2, 0],      // w -> idle
+                [12_000, 1, 1, 1, 0]      // CPU 1 (an interrupt) wakes main: its last kept event, the cut
+            ]}),
+        ];
+        let (trace, s) = chrome_trace(&records).unwrap();
+        let ev = trace["traceEvents"].as_array().unwrap().clone();
+        let cpu0 = track(&ev, "CPU 0");
+        let i = on(&ev, cpu0, "i");
+        let names: Vec<&str> = i.iter().map(|e| e["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["fork w", "migrate w", "wakeup w"]);
+        assert_eq!(
+            (
+                &i[1]["cat"],
+                &i[1]["args"]["reason"],
+                &i[1]["args"]["from"],
+                &i[1]["args"]["to"]
+            ),
+            (&json!("migration"), &json!("wakeup"), &json!(1), &json!(0))
+        );
+        let names: Vec<Value> = on(&ev, track(&ev, "w"), "i")
+            .iter()
+            .map(|e| e["name"].clone())
+            .collect();
+        assert_eq!(names, [json!("forked"), json!("migrated"), json!("woken")]);
+        // The wakeup's flow still starts right after its own instant.
+        let f = ev
+            .iter()
+            .position(|e| e["ph"] == "s" && e["cat"] == "wakeup")
+            .unwrap();
+        assert_eq!(ev[f - 1]["name"], "wakeup w");
+
+        let cut = s.cut.unwrap();
+        assert_eq!(
+            (cut.at_ns, cut.recorded_after, cut.left_out),
+            (12_000, 2, 4)
+        );
+        let meta = &trace["otherData"];
+        assert_eq!(meta["trace_cut"], json!(cut.note));
+        assert_eq!(meta["trace_cut_ns"], "12000");
+        assert_eq!(meta["events_left_out"], "4");
+        assert!(ev.iter().all(|e| e["ts"].as_f64().unwrap_or(0.0) <= 12.0));
+        let g: Vec<&Value> = ev.iter().filter(|e| e["s"] == "g").collect();
+        assert_eq!(
+            (g.len(), g[0]["ts"].as_f64(), &g[0]["cat"]),
+            (1, Some(12.0), &json!("trace"))
+        );
+        let x = on(&ev, cpu0, "X");
+        assert_eq!(
+            (x[0]["ts"].as_f64(), x[0]["dur"].as_f64()),
+            (Some(9.5), Some(2.5)),
+            "a run open at the cut ends there"
+        );
+        let (complete, _) = chrome_trace(&records[..2]).unwrap();
+        assert!(complete.get("otherData").is_none());
     }
 }

@@ -53,10 +53,58 @@ impl Event {
 /// A run's trace records, decoded.
 pub(crate) struct Decoded {
     pub names: HashMap<u64, String>,
-    /// Each traced CPU's events in its own (time) order.
+    /// Each traced CPU's events in its own (time) order; when a CPU
+    /// dropped events, only those before the [`Cut`].
     pub per_cpu: BTreeMap<u64, Vec<Event>>,
     /// Events dropped per CPU (past `--trace-events`).
     pub dropped: BTreeMap<u64, u64>,
+    /// Where the trace stops being complete, if a CPU dropped events.
+    pub cut: Option<Cut>,
+    /// The recorded events at or after the cut, per CPU (not exported;
+    /// only read to tell what a thread switched out before the cut did
+    /// next).
+    pub past_cut: BTreeMap<u64, Vec<Event>>,
+}
+
+/// A CPU whose buffer filled kept its first events and dropped the rest,
+/// so after its last kept event the trace misses whatever that CPU did.
+/// The exports stop at the earliest such time over the CPUs that dropped
+/// events: before it, every CPU's events are all there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Cut {
+    /// Only events before this time (ns) are exported.
+    pub at: u64,
+    /// The CPU whose last kept event is at `at`.
+    pub cpu: u64,
+    /// How many CPUs dropped events.
+    pub cpus_dropped: usize,
+    /// Recorded events at or after `at` (all CPUs), left out.
+    pub recorded_after: u64,
+    /// Events the recorder dropped (all CPUs).
+    pub dropped: u64,
+}
+
+impl Cut {
+    /// Every event the exports leave out.
+    pub fn left_out(&self) -> u64 {
+        self.recorded_after + self.dropped
+    }
+
+    /// What the cut is, in a sentence (the ftrace header, the Chrome
+    /// metadata, the run's report).
+    pub fn describe(&self) -> String {
+        format!(
+            "cut at {}.{:09} s because events were dropped: CPU {} (of {} CPUs that dropped events past --trace-events) kept none after then; \
+             every CPU's events before the cut are here, {} events are left out ({} dropped by the recorder, {} recorded at or after the cut)",
+            self.at / 1_000_000_000,
+            self.at % 1_000_000_000,
+            self.cpu,
+            self.cpus_dropped,
+            self.left_out(),
+            self.dropped,
+            self.recorded_after
+        )
+    }
 }
 
 impl Decoded {
@@ -79,23 +127,33 @@ impl Decoded {
     /// One clock serves all CPUs (the TSC, or the simulator's), so the
     /// order across CPUs is meaningful.
     pub fn merged(&self) -> Vec<Event> {
-        let key = |e: &Event| (e.ts, matches!(e.what, What::Switch { .. }), e.cpu);
-        let streams: Vec<&Vec<Event>> = self.per_cpu.values().collect();
-        let mut heads = BinaryHeap::new();
-        for (s, events) in streams.iter().enumerate() {
-            if let Some(e) = events.first() {
-                heads.push(Reverse((key(e), s, 0usize)));
-            }
-        }
-        let mut out = Vec::with_capacity(self.event_count());
-        while let Some(Reverse((_, s, i))) = heads.pop() {
-            out.push(streams[s][i]);
-            if let Some(e) = streams[s].get(i + 1) {
-                heads.push(Reverse((key(e), s, i + 1)));
-            }
-        }
-        out
+        merge(&self.per_cpu)
     }
+
+    /// The events past the cut, in the same order.
+    pub fn merged_past_cut(&self) -> Vec<Event> {
+        merge(&self.past_cut)
+    }
+}
+
+/// Per-CPU streams in [`Decoded::merged`]'s order.
+fn merge(per_cpu: &BTreeMap<u64, Vec<Event>>) -> Vec<Event> {
+    let key = |e: &Event| (e.ts, matches!(e.what, What::Switch { .. }), e.cpu);
+    let streams: Vec<&Vec<Event>> = per_cpu.values().collect();
+    let mut heads = BinaryHeap::new();
+    for (s, events) in streams.iter().enumerate() {
+        if let Some(e) = events.first() {
+            heads.push(Reverse((key(e), s, 0usize)));
+        }
+    }
+    let mut out = Vec::with_capacity(streams.iter().map(|s| s.len()).sum());
+    while let Some(Reverse((_, s, i))) = heads.pop() {
+        out.push(streams[s][i]);
+        if let Some(e) = streams[s].get(i + 1) {
+            heads.push(Reverse((key(e), s, i + 1)));
+        }
+    }
+    out
 }
 
 /// Decodes a run's records; errors if the run carried no trace or an event
@@ -105,6 +163,8 @@ pub(crate) fn decode(records: &[Value]) -> Result<Decoded> {
         names: HashMap::new(),
         per_cpu: BTreeMap::new(),
         dropped: BTreeMap::new(),
+        cut: None,
+        past_cut: BTreeMap::new(),
     };
     for r in records {
         match r["type"].as_str() {
@@ -117,6 +177,7 @@ pub(crate) fn decode(records: &[Value]) -> Result<Decoded> {
             }
             Some("trace") => {
                 let cpu = r["cpu"].as_u64().context("trace record without cpu")?;
+                // Every chunk of a CPU carries the CPU's count.
                 d.dropped.insert(cpu, r["dropped"].as_u64().unwrap_or(0));
                 let events = d.per_cpu.entry(cpu).or_default();
                 for e in r["events"].as_array().into_iter().flatten() {
@@ -129,7 +190,44 @@ pub(crate) fn decode(records: &[Value]) -> Result<Decoded> {
     if d.dropped.is_empty() {
         bail!("the run has no trace records (was the kernel told to trace?)");
     }
+    cut(&mut d);
     Ok(d)
+}
+
+/// Applies the [`Cut`] if a CPU dropped events: each CPU's buffer keeps
+/// its first events in time order, so a CPU that dropped some has all of
+/// its events before its last kept one (not necessarily all at that
+/// nanosecond), and the earliest of these times over the CPUs that
+/// dropped is where the whole trace stops being complete.
+fn cut(d: &mut Decoded) {
+    let at = d
+        .dropped
+        .iter()
+        .filter(|&(_, &n)| n > 0)
+        .map(|(&cpu, _)| {
+            let last = d
+                .per_cpu
+                .get(&cpu)
+                .and_then(|e| e.last())
+                .map_or(0, |e| e.ts);
+            (last, cpu)
+        })
+        .min();
+    let Some((at, cpu)) = at else { return };
+    let mut recorded_after = 0;
+    for (&c, events) in &mut d.per_cpu {
+        let keep = events.partition_point(|e| e.ts < at);
+        let past = events.split_off(keep);
+        recorded_after += past.len() as u64;
+        d.past_cut.insert(c, past);
+    }
+    d.cut = Some(Cut {
+        at,
+        cpu,
+        cpus_dropped: d.dropped.values().filter(|&&n| n > 0).count(),
+        recorded_after,
+        dropped: d.dropped.values().sum(),
+    });
 }
 
 /// One `[ts_ns, kind, a, b, c]` array.
@@ -171,14 +269,14 @@ mod tests {
                 [100, 1, 2, 1, 0],   // wakes 2 onto CPU 1, same ns, after the switch
                 [300, 2, 2, 1, 3]    // newidle moves 2 from CPU 1 to CPU 0
             ]}),
-            json!({"type": "trace", "cpu": 1, "dropped": 2, "events": [
+            json!({"type": "trace", "cpu": 1, "dropped": 0, "events": [
                 [100, 3, 3, 1, 0],   // fork 3 onto CPU 1
                 [100, 0, 3, 0, 0],   // idle -> 3
                 [200, 0, 2, 3, 0]    // 3 -> 2
             ]}),
         ];
         let d = decode(&records).unwrap();
-        assert_eq!(d.dropped[&1], 2);
+        assert_eq!(d.cut, None);
         let order: Vec<(u64, u64)> = d.merged().iter().map(|e| (e.cpu, e.ts)).collect();
         // At 100: CPU 1's fork goes before CPU 0's switch; CPU 0's wakeup
         // stays behind CPU 0's own switch but goes before CPU 1's switch.
@@ -211,5 +309,37 @@ mod tests {
         assert!(
             decode(&[json!({"type": "trace", "cpu": 0, "events": [[1, 0, "x", 0, 0]]})]).is_err()
         );
+    }
+
+    #[test]
+    fn a_cpu_that_dropped_events_cuts_the_trace_where_it_stops() {
+        let records = vec![
+            json!({"type": "trace", "cpu": 0, "dropped": 0, "events": [
+                [100, 0, 1, 0, 0], [200, 0, 0, 1, 0], [300, 0, 1, 0, 0], [400, 0, 0, 1, 0]
+            ]}),
+            json!({"type": "trace", "cpu": 1, "dropped": 3, "events": [
+                [150, 0, 2, 0, 0], [250, 0, 0, 2, 0]
+            ]}),
+            json!({"type": "trace", "cpu": 2, "dropped": 1, "events": [
+                [120, 0, 3, 0, 0], [260, 0, 0, 3, 0], [260, 1, 3, 2, 0]
+            ]}),
+        ];
+        let d = decode(&records).unwrap();
+        assert_eq!(
+            d.cut,
+            Some(Cut {
+                at: 250,
+                cpu: 1,
+                cpus_dropped: 2,
+                recorded_after: 5,
+                dropped: 4
+            })
+        );
+        assert_eq!(d.cut.unwrap().left_out(), 9);
+        let kept: Vec<(u64, u64)> = d.merged().iter().map(|e| (e.cpu, e.ts)).collect();
+        assert_eq!(kept, [(0, 100), (2, 120), (1, 150), (0, 200)]);
+        let past: Vec<(u64, u64)> = d.merged_past_cut().iter().map(|e| (e.cpu, e.ts)).collect();
+        assert_eq!(past, [(1, 250), (2, 260), (2, 260), (0, 300), (0, 400)]);
+        assert_eq!(d.event_count(), 4);
     }
 }

@@ -1,6 +1,12 @@
-//! The trace as ftrace text: the lines `trace-cmd report` (or
-//! `/sys/kernel/tracing/trace`) prints for the `sched` events, which
-//! ui.perfetto.dev and trace_processor open as a "systrace" text trace.
+//! The trace as ftrace text: the layout of `/sys/kernel/tracing/trace`
+//! with the `nop` tracer and the `sched` events enabled (a `# tracer: nop`
+//! header, the latency-format column legend, one line per event), which
+//! Perfetto's systrace text importer reads (ui.perfetto.dev,
+//! trace_processor). It is not what `trace-cmd report` prints: trace-cmd
+//! records a binary `trace.dat` and its `report` prints its own layout
+//! (its own columns, and event plugins that print `sched_switch`
+//! differently); KernelShark opens only `trace.dat`, so neither reads this
+//! file.
 //!
 //! Each line is Linux's `trace_print_context` + `trace_print_lat_fmt` +
 //! `trace_print_time` (kernel/trace/trace_output.c),
@@ -15,9 +21,17 @@
 //!   context on the waker's CPU at the wakeup's time (the kernel wakes and
 //!   enqueues in one step);
 //! - `sched_wakeup_new` (same fields) in the parent's context;
-//! - `sched_migrate_task`: `comm=%s pid=%d prio=%d orig_cpu=%d dest_cpu=%d`
-//!   in the context of the CPU that moved it (the reason is only in the
-//!   JSON timeline).
+//! - `sched_migrate_task`: `comm=%s pid=%d prio=%d orig_cpu=%d dest_cpu=%d`,
+//!   for a balancer or exec move in the context of the CPU that moved it
+//!   (the reason is only in the JSON timeline), and for a wakeup that put
+//!   its thread on another CPU than the one it last ran or was queued on,
+//!   between that wakeup's `sched_waking` and `sched_wakeup`, as Linux's
+//!   `try_to_wake_up()` calls `set_task_cpu()` (which traces it) between
+//!   the two. The kernel records only the wakeup's target; the thread's
+//!   CPU is followed through its fork, wakeups and migrations
+//!   ([`super::timeline`]). Fork placement is not printed as a migration,
+//!   as in Linux (`wake_up_new_task()` sets the CPU without the
+//!   tracepoint): it is `sched_wakeup_new`'s `target_cpu`.
 //!
 //! Perfetto's reader (src/trace_processor/importers/systrace:
 //! systrace_trace_parser.cc, systrace_line_tokenizer.cc,
@@ -36,9 +50,16 @@
 //! event is recorded with interrupts off; the other flags are unknown);
 //! `prev_state` is inferred (`R`: ran again, or was moved by the balancer,
 //! with no wakeup in between; `S`: woken before that, or while on its way
-//! off the CPU; `X`: never seen again, so exited). Times are the
-//! trace clock's seconds with 6 decimals, as trace-cmd prints them; lines
+//! off the CPU; `X`: never seen again, so exited). Times are the trace
+//! clock's seconds with 6 decimals, as the trace file prints them; lines
 //! are in the global order of the JSON timeline and the latency table.
+//!
+//! When a CPU dropped events (past `--trace-events`) the text stops at the
+//! cut ([`super::decode::Cut`]: before it, every CPU's events are all
+//! there), and the header says where, why, and how many events are left
+//! out. A switch whose thread does nothing else before the cut has a
+//! guessed `prev_state`, read off the events recorded after the cut
+//! (which miss the dropped ones); the header counts them.
 
 use std::fmt::Write as _;
 
@@ -57,12 +78,7 @@ const PRIO: u32 = 120;
 pub fn ftrace_text(records: &[Value]) -> Result<(String, TraceSummary)> {
     let d = decode(records)?;
     let t = timeline::build(&d);
-    let summary = TraceSummary {
-        events: d.event_count(),
-        dropped: d.dropped.values().sum(),
-        cpus: d.per_cpu.len(),
-        threads: d.names.len(),
-    };
+    let summary = TraceSummary::of(&d);
     let mut out = String::new();
     out.push_str("# tracer: nop\n#\n");
     let _ = writeln!(
@@ -70,6 +86,16 @@ pub fn ftrace_text(records: &[Value]) -> Result<(String, TraceSummary)> {
         "# schedlab scheduler trace: {} events on {} CPUs, {} dropped (past --trace-events)",
         summary.events, summary.cpus, summary.dropped
     );
+    if let Some(c) = &d.cut {
+        let _ = writeln!(out, "# trace {}", c.describe());
+        let _ = writeln!(
+            out,
+            "# {} switches before the cut have a prev_state that is a guess: their thread does nothing else before the cut, \
+             and the events recorded after it miss the dropped ones (S: it left its CPU idle or its next recorded event is a wakeup; \
+             R: it ran again or was moved; X: never seen again)",
+            t.guessed
+        );
+    }
     out.push_str(concat!(
         "#\n",
         "#                                _-----=> irqs-off/BH-disabled\n",
@@ -126,6 +152,12 @@ fn line(out: &mut String, d: &Decoded, s: &Step) {
             comm(d, tid)
         )
     };
+    let migrate = |tid: u64, from: u64, to: u64| {
+        format!(
+            "comm={} pid={tid} prio={PRIO} orig_cpu={from} dest_cpu={to}",
+            comm(d, tid)
+        )
+    };
     match e.what {
         What::Switch { next, prev } => {
             let state = match s.left {
@@ -144,16 +176,13 @@ fn line(out: &mut String, d: &Decoded, s: &Step) {
         }
         What::Wakeup { tid, target, .. } => {
             emit("sched_waking", wakeup(tid, target));
+            if let Some(from) = s.migrated_from {
+                emit("sched_migrate_task", migrate(tid, from, target));
+            }
             emit("sched_wakeup", wakeup(tid, target));
         }
         What::Fork { tid, target } => emit("sched_wakeup_new", wakeup(tid, target)),
-        What::Migrate { tid, from, to, .. } => emit(
-            "sched_migrate_task",
-            format!(
-                "comm={} pid={tid} prio={PRIO} orig_cpu={from} dest_cpu={to}",
-                comm(d, tid)
-            ),
-        ),
+        What::Migrate { tid, from, to, .. } => emit("sched_migrate_task", migrate(tid, from, to)),
     }
 }
 
@@ -191,7 +220,7 @@ mod tests {
                 [1_234_567_891, 1, 2, 1, 1],      // main wakes 2 onto CPU 1
                 [1_300_000_000, 0, 0, 1, 0]       // main -> idle, never seen again
             ]}),
-            json!({"type": "trace", "cpu": 1, "dropped": 4, "events": [
+            json!({"type": "trace", "cpu": 1, "dropped": 0, "events": [
                 [5_000, 0, 2, 0, 0],              // idle -> 2
                 [9_000, 0, 0, 2, 0],              // 2 -> idle (woken later: S)
                 [1_234_580_000, 2, 2, 1, 50],     // balance: 2 from CPU 1 to CPU 3 (3*16+2)
@@ -200,7 +229,7 @@ mod tests {
             ]}),
         ];
         let (text, s) = ftrace_text(&records).unwrap();
-        assert_eq!((s.events, s.dropped, s.cpus, s.threads), (9, 4, 2, 2));
+        assert_eq!((s.events, s.dropped, s.cpus, s.threads), (9, 0, 2, 2));
         let mut lines = text.lines();
         assert_eq!(lines.next(), Some("# tracer: nop"));
         let events: Vec<&str> = lines.filter(|l| !l.starts_with('#')).collect();
@@ -236,5 +265,84 @@ mod tests {
             "{text}"
         );
         assert!(ftrace_text(&[json!({"type": "boot"})]).is_err());
+    }
+
+    #[test]
+    fn a_wakeup_that_moves_its_thread_prints_sched_migrate_task_between_waking_and_wakeup() {
+        let records = vec![
+            json!({"type": "trace_threads", "threads": [[1, "main"], [2, "w"]]}),
+            json!({"type": "trace", "cpu": 0, "dropped": 0, "events": [
+                [1_000, 3, 2, 1, 0],      // main forks w onto CPU 1
+                [9_000, 1, 2, 0, 1]       // main wakes w onto CPU 0 (sync)
+            ]}),
+            json!({"type": "trace", "cpu": 1, "dropped": 0, "events": [
+                [2_000, 0, 2, 0, 0],      // idle -> w
+                [3_000, 0, 0, 2, 0]       // w -> idle
+            ]}),
+        ];
+        let (text, _) = ftrace_text(&records).unwrap();
+        let events: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+        assert_eq!(
+            &events[3..],
+            [
+                "          <idle>-0       [000] d....     0.000009: sched_waking: comm=w pid=2 prio=120 target_cpu=000",
+                "          <idle>-0       [000] d....     0.000009: sched_migrate_task: comm=w pid=2 prio=120 orig_cpu=1 dest_cpu=0",
+                "          <idle>-0       [000] d....     0.000009: sched_wakeup: comm=w pid=2 prio=120 target_cpu=000",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_trace_with_drops_is_cut_and_says_so() {
+        let records = vec![
+            json!({"type": "trace_threads", "threads": [[1, "a"], [2, "b"]]}),
+            json!({"type": "trace", "cpu": 0, "dropped": 0, "events": [
+                [1_000, 0, 1, 0, 0],          // idle -> a
+                [5_000, 0, 0, 1, 0],          // a -> idle: woken past the cut
+                [8_000, 1, 1, 0, 0],
+                [9_000, 0, 1, 0, 0]
+            ]}),
+            json!({"type": "trace", "cpu": 1, "dropped": 7, "events": [
+                [2_000, 0, 2, 0, 0],          // idle -> b
+                [3_000, 0, 0, 2, 0],          // b -> idle: never seen again
+                [6_000, 0, 2, 0, 0]           // the cut: CPU 1's last kept event
+            ]}),
+        ];
+        let (text, s) = ftrace_text(&records).unwrap();
+        assert_eq!((s.events, s.dropped), (4, 7));
+        let cut = s.cut.clone().unwrap();
+        assert_eq!(
+            (cut.at_ns, cut.recorded_after, cut.left_out),
+            (6_000, 3, 10)
+        );
+        let header: Vec<&str> = text.lines().filter(|l| l.starts_with('#')).collect();
+        assert!(
+            header.contains(&"# trace cut at 0.000006000 s because events were dropped: CPU 1 (of 1 CPUs that dropped events past --trace-events) kept none after then; every CPU's events before the cut are here, 10 events are left out (7 dropped by the recorder, 3 recorded at or after the cut)"),
+            "{text}"
+        );
+        assert!(
+            header
+                .iter()
+                .any(|l| l
+                    .starts_with("# 2 switches before the cut have a prev_state that is a guess")),
+            "{text}"
+        );
+        let events: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+        assert_eq!(events.len(), 4);
+        assert!(
+            events[3].contains(
+                "0.000005: sched_switch: prev_comm=a prev_pid=1 prev_prio=120 prev_state=S"
+            ),
+            "{}",
+            events[3]
+        );
+        assert!(
+            events[2].contains(
+                "0.000003: sched_switch: prev_comm=b prev_pid=2 prev_prio=120 prev_state=S"
+            ),
+            "left CPU 1 idle: {}",
+            events[2]
+        );
+        assert!(!text.contains("prev_state=X"));
     }
 }
