@@ -46,6 +46,7 @@ fn x2apic_boots_288_cpus_on_two_sockets_and_two_nodes() {
         machine,
         firmware: Firmware::Bios,
         icount_shift: None,
+        accel: Accel::Tcg,
         seed: None,
         extra_args: Vec::new(),
     };

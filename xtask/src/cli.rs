@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand};
 
+use crate::accel::{Accel, AccelChoice};
 use crate::build::Firmware;
 use crate::machine::Machine;
 use crate::preset::{self, PRESETS};
@@ -112,6 +113,11 @@ pub struct RunArgs {
     /// Deterministic virtual time: `-icount shift=N,sleep=off` (N defaults to 0).
     #[arg(long, num_args = 0..=1, default_missing_value = "0", value_name = "SHIFT")]
     pub icount: Option<u32>,
+    /// QEMU accelerator: auto (KVM when /dev/kvm is usable and --icount is
+    /// not given, else TCG), tcg, or kvm (`-cpu host`; an error when /dev/kvm
+    /// is not usable).
+    #[arg(long, value_enum, default_value_t = AccelChoice::Auto)]
+    pub accel: AccelChoice,
     /// Perturbation seed: each kernel thread starts after a seed-derived
     /// 0-20 us spin (docs/results.md, "Determinism"); also QEMU's `-seed`.
     /// With --icount, the same seed repeats the run exactly.
@@ -430,6 +436,10 @@ impl RunArgs {
                 Firmware::Bios
             },
             icount_shift: self.icount,
+            accel: match self.backend {
+                Backend::Qemu => crate::accel::resolve_here(self.accel, self.icount.is_some())?,
+                Backend::Sim => Accel::Tcg,
+            },
             seed: self.seed,
             extra_args: self.qemu_args.clone(),
         };

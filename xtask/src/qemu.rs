@@ -10,6 +10,7 @@ use std::process::Command;
 
 use anyhow::{Context, Result};
 
+use crate::accel::Accel;
 use crate::build::Firmware;
 use crate::machine::Machine;
 use crate::prereq;
@@ -21,6 +22,8 @@ pub struct QemuConfig {
     pub firmware: Firmware,
     /// `-icount shift=N,sleep=off`: deterministic virtual time (single-threaded TCG).
     pub icount_shift: Option<u32>,
+    /// TCG or KVM (`crate::accel`); KVM excludes `icount_shift`.
+    pub accel: Accel,
     /// Guest RNG seed (`-seed`), for repeatable runs.
     pub seed: Option<u64>,
     /// Extra arguments appended verbatim (`--qemu-arg`).
@@ -69,10 +72,10 @@ impl QemuConfig {
             "-machine",
             "q35",
             "-cpu",
-            if hide_x2apic {
-                "max,vendor=GenuineIntel,-x2apic"
-            } else {
-                "max,vendor=GenuineIntel"
+            match (self.accel, hide_x2apic) {
+                (Accel::Kvm, _) => "host",
+                (Accel::Tcg, true) => "max,vendor=GenuineIntel,-x2apic",
+                (Accel::Tcg, false) => "max,vendor=GenuineIntel",
             },
         ]);
         cmd.args(self.machine.qemu_args());
@@ -106,6 +109,9 @@ impl QemuConfig {
                     "-rtc",
                     "base=2020-01-01T00:00:00,clock=vm",
                 ]);
+            }
+            None if self.accel == Accel::Kvm => {
+                cmd.args(["-accel", "kvm"]);
             }
             None => {
                 cmd.args(["-accel", "tcg,thread=multi"]);
@@ -197,6 +203,7 @@ mod vga_tests {
             machine: crate::machine::Machine::default(),
             firmware,
             icount_shift: None,
+            accel: Accel::Tcg,
             seed: None,
             extra_args: v(extra),
         };
