@@ -9,6 +9,7 @@
 use std::time::Duration;
 
 use bootcfg::BootConfig;
+use xtask::accel::Accel;
 use xtask::build::Firmware;
 use xtask::launch::Launcher;
 use xtask::machine::Machine;
