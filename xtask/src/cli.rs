@@ -82,7 +82,7 @@ pub struct RunArgs {
     #[arg(long, default_value = bootcfg::DEFAULT_EXPERIMENT)]
     pub experiment: String,
     /// Machine shape preset (see `cargo xtask list`): default, xeon-e7-8870v4,
-    /// 2n48-llc24, 4n192-llc48, 2s48-smt, 2s8-nosmt.
+    /// 2n48-llc24, 4n192-llc48, 2s48-smt, 2s8-nosmt, 2s384-smt, 2s2d224-llc56.
     #[arg(long, value_name = "NAME", conflicts_with_all = ["smp", "sockets", "dies", "cores", "threads"])]
     pub topology: Option<String>,
     /// Total vCPUs; with no topology flags: one socket of N single-thread cores.

@@ -52,9 +52,12 @@ impl QemuConfig {
         Ok(())
     }
 
-    /// [`crate::qemu_version::check`] for this machine; `Ok(true)` when
-    /// x2APIC must be hidden from the guest.
-    fn version_check(&self, v: crate::qemu_version::Version) -> Result<bool> {
+    /// [`crate::qemu_version::check`] for this machine: what the `-cpu`
+    /// line must hide for this QEMU.
+    fn version_check(
+        &self,
+        v: crate::qemu_version::Version,
+    ) -> Result<crate::qemu_version::Workarounds> {
         let m = &self.machine;
         let max_apic =
             topology::qemu_max_apic_id(m.sockets, m.dies, m.cores, m.threads).unwrap_or(u64::MAX);
@@ -66,18 +69,19 @@ impl QemuConfig {
     pub fn command(&self, image: &Path) -> Result<Command> {
         let v = crate::qemu_version::installed()
             .context("qemu-system-x86_64 --version did not say its version")?;
-        let hide_x2apic = self.version_check(v)?;
+        let w = self.version_check(v)?;
+        let mut cpu = String::from(match self.accel {
+            Accel::Kvm => "host",
+            Accel::Tcg => "max,vendor=GenuineIntel",
+        });
+        if w.hide_x2apic {
+            cpu.push_str(",-x2apic");
+        }
+        if w.hide_leaf_1f {
+            cpu.push_str(",level=0x1e");
+        }
         let mut cmd = Command::new("qemu-system-x86_64");
-        cmd.args([
-            "-machine",
-            "q35",
-            "-cpu",
-            match (self.accel, hide_x2apic) {
-                (Accel::Kvm, _) => "host",
-                (Accel::Tcg, true) => "max,vendor=GenuineIntel,-x2apic",
-                (Accel::Tcg, false) => "max,vendor=GenuineIntel",
-            },
-        ]);
+        cmd.args(["-machine", "q35", "-cpu", &cpu]);
         cmd.args(self.machine.qemu_args());
         cmd.arg("-drive")
             .arg(format!("format=raw,file={}", image.display()));
