@@ -10,6 +10,8 @@
 //! - [`cleanup`]: kill QEMU and remove run folders on signals and exit
 //! - [`runner`]: run QEMU with a timeout, split log lines from result records
 //! - [`outcome`]: what a run's exit status means
+//! - [`outputs`]: the files a run writes: `--results` records, `--trace` exports
+//! - [`capture`]: a captured serial console (bare metal, `run --console-log`) as a run: `report --from`, compare of captures
 //! - [`symbolize`]: map a faulting RIP back to a function and source line
 //! - [`trace`]: the kernel's scheduler trace as a Chrome/Perfetto timeline or ftrace text
 //! - [`seeds`]: the seed threads' comparisons as one command each
@@ -21,12 +23,14 @@
 //! - [`seedrun`]: `cargo xtask seed N`: the recipe's comparisons and the verdict table
 
 pub mod build;
+pub mod capture;
 pub mod cleanup;
 pub mod cli;
 pub mod compare;
 pub mod launch;
 pub mod machine;
 pub mod outcome;
+pub mod outputs;
 pub mod preflight;
 pub mod prereq;
 pub mod preset;

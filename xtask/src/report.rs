@@ -15,6 +15,41 @@ fn u(v: &Value) -> u64 {
 
 /// Prints the report of one run to stdout.
 pub fn print(result: &RunResult, kernel_elf: Option<&Path>) {
+    print_records(result, kernel_elf);
+    let exit = result.record("exit").and_then(|e| e["status"].as_str());
+    if let (Some(said), Some(expected)) = (exit, result.outcome.kernel_status_name())
+        && said != expected
+    {
+        println!(
+            "warning: kernel's exit record says '{said}' but QEMU's status means '{expected}'"
+        );
+    }
+    println!(
+        "outcome: {} after {:.1} s wall ({} records)",
+        result.outcome,
+        result.wall.as_secs_f64(),
+        result.records.len()
+    );
+    if result.outcome == Outcome::Timeout || matches!(result.outcome, Outcome::QemuError(_)) {
+        print_tail(result);
+        if !result.stderr.trim().is_empty() {
+            println!("qemu stderr:\n{}", result.stderr.trim());
+        }
+    }
+}
+
+/// The last console lines (when a run ended without saying why).
+pub fn print_tail(result: &RunResult) {
+    let tail: Vec<&String> = result.log.iter().rev().take(15).collect();
+    println!("last console lines:");
+    for l in tail.into_iter().rev() {
+        println!("  | {l}");
+    }
+}
+
+/// The report's body: the header and what every record says, without the
+/// outcome line (a live run and a captured console end differently).
+pub fn print_records(result: &RunResult, kernel_elf: Option<&Path>) {
     println!();
     println!("== schedlab report ==");
     if let Some(b) = result.record("boot") {
@@ -90,30 +125,6 @@ pub fn print(result: &RunResult, kernel_elf: Option<&Path>) {
     }
     for (line, err) in &result.bad_records {
         println!("malformed record ({err}): {line}");
-    }
-    let exit = result.record("exit").and_then(|e| e["status"].as_str());
-    if let (Some(said), Some(expected)) = (exit, result.outcome.kernel_status_name())
-        && said != expected
-    {
-        println!(
-            "warning: kernel's exit record says '{said}' but QEMU's status means '{expected}'"
-        );
-    }
-    println!(
-        "outcome: {} after {:.1} s wall ({} records)",
-        result.outcome,
-        result.wall.as_secs_f64(),
-        result.records.len()
-    );
-    if result.outcome == Outcome::Timeout || matches!(result.outcome, Outcome::QemuError(_)) {
-        let tail: Vec<&String> = result.log.iter().rev().take(15).collect();
-        println!("last console lines:");
-        for l in tail.into_iter().rev() {
-            println!("  | {l}");
-        }
-        if !result.stderr.trim().is_empty() {
-            println!("qemu stderr:\n{}", result.stderr.trim());
-        }
     }
 }
 
