@@ -45,6 +45,9 @@ pub enum Cmd {
     /// cable, or `run --console-log`) into the report, records and trace a
     /// QEMU run gives (docs/bare-metal.md).
     Report(ReportArgs),
+    /// Build a disk image for a real machine (USB stick, boot disk, PXE)
+    /// with the run's boot configuration (docs/bare-metal.md).
+    Image(Box<crate::image::ImageArgs>),
     /// Run every test: host unit/property tests, then QEMU integration tests.
     Test(TestArgs),
     /// Build the kernel ELF and the image builder only.

@@ -3,6 +3,7 @@
 //!
 //! - [`prereq`]: install what is missing (rustup parts, QEMU, OVMF)
 //! - [`build`]: build the kernel ELF, the image builder and disk images
+//! - [`image`]: a disk image with a run's boot configuration, for real hardware
 //! - [`machine`]: the emulated machine's shape (CPUs, sockets, NUMA, memory)
 //! - [`preflight`]: argument, memory and output-path checks before any build or boot
 //! - [`qemu`]: turn a machine + image into a QEMU command line
@@ -27,6 +28,7 @@ pub mod capture;
 pub mod cleanup;
 pub mod cli;
 pub mod compare;
+pub mod image;
 pub mod launch;
 pub mod machine;
 pub mod outcome;

@@ -20,6 +20,7 @@ fn main() -> ExitCode {
         Cmd::Run(args) => run(&args),
         Cmd::Compare(args) => xtask::compare::run(&args),
         Cmd::Report(args) => xtask::capture::report::run(&args),
+        Cmd::Image(args) => xtask::image::run(&args),
         Cmd::Seed { seed, full, extra } => seed_cmd(seed.as_deref(), full, &extra),
         Cmd::Test(args) => test(&args),
         Cmd::SweepTask { dir, offset, task } => xtask::sweep::slurm::task_main(&dir, offset, task),
