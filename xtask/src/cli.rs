@@ -271,7 +271,8 @@ pub struct CompareArgs {
     pub no_wait: bool,
     /// Run nothing: the baseline's runs are the successful boots of this
     /// captured console log (repeatable; `report --from` reads the same
-    /// logs). Needs --variant-log.
+    /// logs). Needs --variant-log. The experiment and configuration are the
+    /// captures' own: `run` options other than --results are not used.
     #[arg(long = "baseline-log", value_name = "LOG", requires = "variant_log",
         conflicts_with_all = ["from", "sweep", "variant_features", "variant_policy", "variant_pick", "variant_args"])]
     pub baseline_log: Vec<PathBuf>,
