@@ -304,8 +304,8 @@ pub struct ReportArgs {
     /// Write the run's result records to FILE as JSON lines (as `run --results`).
     #[arg(long, value_name = "FILE")]
     pub results: Option<PathBuf>,
-    /// Write the run's scheduler trace to FILE (the run must have been booted
-    /// with tracing on: `trace=N` in its boot configuration).
+    /// Write the run's scheduler trace to FILE (the run must have recorded
+    /// one: an image built with `image --traced`, a `run --trace`).
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
     /// What --trace writes: chrome or ftrace (as `run --trace-format`).

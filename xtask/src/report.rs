@@ -75,13 +75,11 @@ pub fn print_records(result: &RunResult, kernel_elf: Option<&Path>) {
     for err in result.records_of("error") {
         println!("error: {}", err["message"].as_str().unwrap_or("?"));
     }
-    if let Some(elf) = kernel_elf {
-        if let Some(f) = result.record("fault") {
-            print_fault(result, f, elf);
-        }
-        for stuck in result.records_of("cpu_dump") {
-            print_stuck(result, stuck, elf);
-        }
+    if let Some(f) = result.record("fault") {
+        print_fault(result, f, kernel_elf);
+    }
+    for stuck in result.records_of("cpu_dump") {
+        print_stuck(result, stuck, kernel_elf);
     }
     for v in result.records_of("sim_violation") {
         println!(
@@ -221,7 +219,12 @@ fn print_schbench(s: &Value) {
     }
 }
 
-fn print_fault(result: &RunResult, f: &Value, kernel_elf: &Path) {
+/// Where `addr` is in the kernel, when its ELF is known.
+fn locate(kernel_elf: Option<&Path>, addr: u64, offset: u64) -> Option<String> {
+    symbolize::locate(kernel_elf?, addr, offset)
+}
+
+fn print_fault(result: &RunResult, f: &Value, kernel_elf: Option<&Path>) {
     match f["kind"].as_str() {
         Some("panic") => println!(
             "fault: PANIC on CPU {} at {}:{}: {}",
@@ -244,7 +247,7 @@ fn print_fault(result: &RunResult, f: &Value, kernel_elf: &Path) {
             let offset = result
                 .record("boot")
                 .map_or(0, |b| u(&b["kernel_image_offset"]));
-            if let Some(place) = symbolize::locate(kernel_elf, rip, offset) {
+            if let Some(place) = locate(kernel_elf, rip, offset) {
                 println!("       in {place}");
             }
             if let Some(reason) = f.get("reason").and_then(|r| r.as_str()) {
@@ -256,18 +259,18 @@ fn print_fault(result: &RunResult, f: &Value, kernel_elf: &Path) {
 
 /// A CPU the watchdog found stuck: its RIP, and the stack words that are
 /// kernel code addresses (most likely return addresses, innermost first).
-fn print_stuck(result: &RunResult, s: &Value, kernel_elf: &Path) {
+fn print_stuck(result: &RunResult, s: &Value, kernel_elf: Option<&Path>) {
     let offset = result
         .record("boot")
         .map_or(0, |b| u(&b["kernel_image_offset"]));
     let rip = u(&s["rip"]);
     println!("CPU {} was at RIP {rip:#x}", u(&s["cpu"]));
-    if let Some(place) = symbolize::locate(kernel_elf, rip, offset) {
+    if let Some(place) = locate(kernel_elf, rip, offset) {
         println!("       in {place}");
     }
     let words = s["stack"].as_array().cloned().unwrap_or_default();
     for w in words.iter().filter_map(Value::as_u64) {
-        if let Some(place) = symbolize::locate(kernel_elf, w, offset) {
+        if let Some(place) = locate(kernel_elf, w, offset) {
             println!("    called from {place}");
         }
     }

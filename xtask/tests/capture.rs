@@ -117,6 +117,41 @@ fn real_captures_give_back_the_records_their_runs_wrote() {
 }
 
 #[test]
+fn a_captured_fault_is_shown_and_sets_the_exit_status() {
+    let out = report("fault", &fixture("pagefault.log"), &[]);
+    assert_eq!(out.code, 4, "{}{}", out.stdout, out.stderr);
+    assert_eq!(out.records, fixture_lines("pagefault.records.jsonl"));
+    assert!(
+        out.stdout.contains(
+            "fault: CPU 0 #PF Page Fault (vector 14) at RIP 0x8000052053, CR2 0xdead0000"
+        ) && out
+            .stdout
+            .contains("(--kernel ELF, the kernel that ran, resolves"),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("outcome: EXCEPTION"), "{}", out.stdout);
+    // Without icount, under TCG: host time.
+    assert!(
+        out.stdout
+            .contains("clock: host time of QEMU's emulated vCPUs"),
+        "{}",
+        out.stdout
+    );
+    let out = report(
+        "fault-elf",
+        &fixture("pagefault.log"),
+        &["--kernel", "no-such.elf"],
+    );
+    assert_eq!(out.code, 2);
+    assert!(
+        out.stderr.contains("--kernel no-such.elf: no such file"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
 fn the_trace_export_is_the_one_the_run_wrote() {
     let dir = scratch("trace");
     std::fs::write(dir.join("console.log"), fixture("hackbench.log")).unwrap();

@@ -73,6 +73,13 @@ pub fn run(args: &ReportArgs) -> Result<i32> {
         reporting_failed = true;
     }
     crate::report::print_records(result, args.kernel.as_deref());
+    if args.kernel.is_none()
+        && (result.record("fault").is_some() || result.record("cpu_dump").is_some())
+    {
+        println!(
+            "       (--kernel ELF, the kernel that ran, resolves these addresses to functions and source lines)"
+        );
+    }
     for (line, (_, err)) in boot.bad_record_lines.iter().zip(&result.bad_records) {
         eprintln!(
             "xtask: error: {from} line {line}: malformed record ({err}); it is missing from the records"
