@@ -19,7 +19,15 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Cmd::Run(args) => run(&args),
         Cmd::Compare(args) => xtask::compare::run(&args),
-        Cmd::Report(args) => xtask::capture::report::run(&args),
+        Cmd::Report(args) => {
+            // `report --from LOG | head`: end quietly when the reader goes
+            // away, as a Unix filter does, instead of panicking in println!
+            // (report starts nothing that would need cleaning up).
+            // SAFETY: restoring a signal's default disposition, before any
+            // thread is started.
+            unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+            xtask::capture::report::run(&args)
+        }
         Cmd::Image(args) => xtask::image::run(&args),
         Cmd::Seed { seed, full, extra } => seed_cmd(seed.as_deref(), full, &extra),
         Cmd::Test(args) => test(&args),
