@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand};
 
+use crate::accel::{Accel, AccelChoice};
 use crate::build::Firmware;
 use crate::machine::Machine;
 use crate::preset::{self, PRESETS};
@@ -88,7 +89,7 @@ pub struct RunArgs {
     #[arg(long, default_value = bootcfg::DEFAULT_EXPERIMENT)]
     pub experiment: String,
     /// Machine shape preset (see `cargo xtask list`): default, xeon-e7-8870v4,
-    /// 2n48-llc24, 4n192-llc48, 2s48-smt, 2s8-nosmt.
+    /// 2n48-llc24, 4n192-llc48, 2s48-smt, 2s8-nosmt, 2s384-smt, 2s2d224-llc56.
     #[arg(long, value_name = "NAME", conflicts_with_all = ["smp", "sockets", "dies", "cores", "threads"])]
     pub topology: Option<String>,
     /// Total vCPUs; with no topology flags: one socket of N single-thread cores.
@@ -119,6 +120,11 @@ pub struct RunArgs {
     /// Deterministic virtual time: `-icount shift=N,sleep=off` (N defaults to 0).
     #[arg(long, num_args = 0..=1, default_missing_value = "0", value_name = "SHIFT")]
     pub icount: Option<u32>,
+    /// QEMU accelerator: auto (KVM when /dev/kvm is usable and --icount is
+    /// not given, else TCG), tcg, or kvm (`-cpu host`; an error when /dev/kvm
+    /// is not usable).
+    #[arg(long, value_enum, default_value_t = AccelChoice::Auto)]
+    pub accel: AccelChoice,
     /// Perturbation seed: each kernel thread starts after a seed-derived
     /// 0-20 us spin (docs/results.md, "Determinism"); also QEMU's `-seed`.
     /// With --icount, the same seed repeats the run exactly.
@@ -477,6 +483,10 @@ impl RunArgs {
                 Firmware::Bios
             },
             icount_shift: self.icount,
+            accel: match self.backend {
+                Backend::Qemu => crate::accel::resolve_here(self.accel, self.icount.is_some())?,
+                Backend::Sim => Accel::Tcg,
+            },
             seed: self.seed,
             extra_args: self.qemu_args.clone(),
         };

@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 
+use crate::accel::AccelChoice;
 use crate::build::{self, Firmware};
 use crate::cli::{Backend, RunArgs};
 use crate::launch::Launcher;
@@ -50,8 +51,8 @@ fn refused(r: &RunArgs) -> Option<&'static str> {
     if r.icount.is_some() {
         return Some("--icount (QEMU's virtual clock; hardware runs on real time)");
     }
-    if !r.qemu_args.is_empty() {
-        return Some("--qemu-arg");
+    if !r.qemu_args.is_empty() || r.accel != AccelChoice::Auto {
+        return Some("--qemu-arg/--accel");
     }
     if r.backend == Backend::Sim || r.profile.is_some() {
         return Some("--backend sim/--profile (the simulator boots nothing)");
@@ -126,6 +127,7 @@ mod tests {
             (&["--topology", "2s48-smt"], "the hardware is the machine"),
             (&["--icount"], "real time"),
             (&["--qemu-arg", "-s"], "--qemu-arg"),
+            (&["--accel", "tcg"], "--accel"),
             (&["--backend", "sim"], "boots nothing"),
             (&["--results", "r.jsonl"], "report --from"),
             (&["--trace", "t.json"], "--traced"),

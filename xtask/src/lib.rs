@@ -23,6 +23,7 @@
 //! - [`slurmlab`]: a one-node Slurm cluster on localhost, for the Slurm engine's test
 //! - [`seedrun`]: `cargo xtask seed N`: the recipe's comparisons and the verdict table
 
+pub mod accel;
 pub mod build;
 pub mod capture;
 pub mod cleanup;

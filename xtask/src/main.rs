@@ -89,10 +89,11 @@ fn run(args: &RunArgs) -> Result<i32> {
     }
     // Validate everything the user typed before any slow step.
     let config = args.boot_config()?;
-    let qemu = args.qemu()?;
     xtask::preflight::check(args)?;
     xtask::cleanup::set_keep(args.keep);
     prereq::ensure_all()?;
+    // After the prerequisites: QEMU's version and KVM's test guest need QEMU.
+    let qemu = args.qemu()?;
     // Prebuilt products named in the environment (as `cargo xtask test` sets
     // them) are used as they are; otherwise build.
     let launcher = if std::env::var_os(ENV_KERNEL).is_some() {
@@ -112,10 +113,11 @@ fn run(args: &RunArgs) -> Result<i32> {
         m.numa_nodes,
         m.memory_mib,
         qemu.firmware,
-        qemu.icount_shift
-            .map_or("multi-threaded TCG".to_string(), |s| format!(
-                "icount shift={s}"
-            )),
+        match (qemu.icount_shift, qemu.accel) {
+            (Some(s), _) => format!("icount shift={s}"),
+            (None, xtask::accel::Accel::Kvm) => "KVM".to_string(),
+            (None, xtask::accel::Accel::Tcg) => "multi-threaded TCG".to_string(),
+        },
     );
     let result = launcher.boot_logged(
         &config,

@@ -58,7 +58,10 @@ pub fn run_clock(r: &RunArgs) -> &'static str {
     match (r.backend, r.icount) {
         (Backend::Sim, _) => "sim",
         (Backend::Qemu, Some(_)) => "icount",
-        (Backend::Qemu, None) => "host",
+        (Backend::Qemu, None) => match crate::accel::resolve_here(r.accel, false) {
+            Ok(crate::accel::Accel::Kvm) => "kvm",
+            _ => "host",
+        },
     }
 }
 
@@ -68,6 +71,7 @@ pub fn clock_meaning(clock: &str) -> &'static str {
         "sim" => "sim (simulated parallel time)",
         "icount" => "QEMU icount (summed instructions of all vCPUs)",
         "host" => "host (multi-threaded TCG on this host)",
+        "kvm" => "kvm (real time on this host's CPUs, virtualised)",
         "tsc" => "real time (TSC, bare metal)",
         "vm" => "a virtual machine's TSC (real time, shared host cores)",
         _ => "unknown",
