@@ -3,6 +3,7 @@
 //!
 //! - [`prereq`]: install what is missing (rustup parts, QEMU, OVMF)
 //! - [`build`]: build the kernel ELF, the image builder and disk images
+//! - [`image`]: a disk image with a run's boot configuration, for real hardware
 //! - [`machine`]: the emulated machine's shape (CPUs, sockets, NUMA, memory)
 //! - [`preflight`]: argument, memory and output-path checks before any build or boot
 //! - [`qemu`]: turn a machine + image into a QEMU command line
@@ -10,6 +11,8 @@
 //! - [`cleanup`]: kill QEMU and remove run folders on signals and exit
 //! - [`runner`]: run QEMU with a timeout, split log lines from result records
 //! - [`outcome`]: what a run's exit status means
+//! - [`outputs`]: the files a run writes: `--results` records, `--trace` exports
+//! - [`capture`]: a captured serial console (bare metal, `run --console-log`) as a run: `report --from`, compare of captures
 //! - [`symbolize`]: map a faulting RIP back to a function and source line
 //! - [`trace`]: the kernel's scheduler trace as a Chrome/Perfetto timeline or ftrace text
 //! - [`seeds`]: the seed threads' comparisons as one command each
@@ -22,12 +25,15 @@
 
 pub mod accel;
 pub mod build;
+pub mod capture;
 pub mod cleanup;
 pub mod cli;
 pub mod compare;
+pub mod image;
 pub mod launch;
 pub mod machine;
 pub mod outcome;
+pub mod outputs;
 pub mod preflight;
 pub mod prereq;
 pub mod preset;
