@@ -77,7 +77,13 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
         Err(msg) => fail("acpi", &msg),
     };
     print_banner(&mem, &acpi, &cfg, boot_info);
-    let machine = match machine::bring_up(&acpi.firmware, mem.phys_offset, cfg.hz, cfg.icount) {
+    let machine = match machine::bring_up(
+        &acpi.firmware,
+        &acpi.clock,
+        mem.phys_offset,
+        cfg.hz,
+        cfg.icount,
+    ) {
         Ok(m) => m,
         Err(msg) => fail("topology", &msg),
     };
@@ -89,8 +95,8 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
         1 + machine.aps.iter().filter(|a| a.online).count(),
         machine.topology.nr_cpus(),
         machine.reset_to_online_ns / 1_000_000,
-        machine.tsc_hz / 1_000_000,
-        machine.tsc_source.name(),
+        machine.tsc.hz / 1_000_000,
+        machine.tsc.source.name(),
         machine.hz,
         if machine.timer.tsc_deadline {
             "TSC-deadline"
