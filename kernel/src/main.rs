@@ -203,6 +203,16 @@ fn print_banner(mem: &mm::MemoryInfo, acpi: &acpi::AcpiInfo, cfg: &BootConfig, b
         madt_cpus,
         cfg.experiment,
     );
+    log::info!(
+        "ACPI clocks: PM timer {} | HPET {}",
+        acpi.clock.pm_timer.map_or_else(
+            || "none".into(),
+            |t| alloc::format!("port {:#x}, {} bits", t.port, t.bits)
+        ),
+        acpi.clock
+            .hpet
+            .map_or_else(|| "none".into(), |a| alloc::format!("at {a:#x}")),
+    );
     Record::new("boot")
         .str("version", env!("CARGO_PKG_VERSION"))
         .str("firmware", mem.firmware.name())
@@ -214,6 +224,27 @@ fn print_banner(mem: &mm::MemoryInfo, acpi: &acpi::AcpiInfo, cfg: &BootConfig, b
         .u64("madt_cpus", madt_cpus as u64)
         .raw("acpi_tables", &alloc::format!("{:?}", acpi.tables))
         .u64("rsdp", acpi.rsdp)
+        .raw(
+            "pm_timer_port",
+            &acpi
+                .clock
+                .pm_timer
+                .map_or_else(|| "null".into(), |t| alloc::format!("{}", t.port)),
+        )
+        .raw(
+            "pm_timer_bits",
+            &acpi
+                .clock
+                .pm_timer
+                .map_or_else(|| "null".into(), |t| alloc::format!("{}", t.bits)),
+        )
+        .raw(
+            "hpet_address",
+            &acpi
+                .clock
+                .hpet
+                .map_or_else(|| "null".into(), |a| alloc::format!("{a}")),
+        )
         .str("experiment", &cfg.experiment)
         .str("label", &cfg.label)
         .u64("kernel_image_offset", bi.kernel_image_offset)

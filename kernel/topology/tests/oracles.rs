@@ -217,6 +217,10 @@ fn madt_decoder_agrees_with_the_acpi_crate() {
 
 // ---------------------------------------------------------------- CPUID
 
+/// (level, kind, size, ways, partitions, line, sets, fully associative,
+/// sharing shift) of one cache sub-leaf.
+type CacheFacts = (u8, char, u64, u32, u32, u32, u64, bool, u32);
+
 /// What both decoders can say about one CPU.
 #[derive(Debug, PartialEq, Eq)]
 struct CpuFacts {
@@ -228,9 +232,8 @@ struct CpuFacts {
     /// (SMT shift, die shift, package shift) from the extended topology
     /// leaf (0xB / 0x1F) or AMD's 0x8000001E/0x80000008.
     shifts: Option<(u32, u32, u32)>,
-    /// (level, kind, size, ways, partitions, line, sets, fully associative,
-    /// sharing shift) per cache sub-leaf.
-    caches: Vec<(u8, char, u64, u32, u32, u32, u64, bool, u32)>,
+    /// Every cache sub-leaf.
+    caches: Vec<CacheFacts>,
 }
 
 /// ceil(log2(n)), the width of an id field for `n` values.
