@@ -210,6 +210,7 @@ fn print_banner(mem: &mm::MemoryInfo, acpi: &acpi::AcpiInfo, cfg: &BootConfig, b
         .u64("rsdp", acpi.rsdp)
         .str("experiment", &cfg.experiment)
         .str("label", &cfg.label)
+        .bool("icount", cfg.icount)
         .u64("kernel_image_offset", bi.kernel_image_offset)
         .emit();
 }

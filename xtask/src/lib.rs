@@ -2,6 +2,7 @@
 //! in `tests/` drive the kernel exactly the way `cargo xtask run` does.
 //!
 //! - [`prereq`]: install what is missing (rustup parts, QEMU, OVMF)
+//! - [`calibration`]: `cargo xtask profile`: a `calibrate` log -> a simulator cost profile
 //! - [`build`]: build the kernel ELF, the image builder and disk images
 //! - [`machine`]: the emulated machine's shape (CPUs, sockets, NUMA, memory)
 //! - [`preflight`]: argument, memory and output-path checks before any build or boot
@@ -21,6 +22,7 @@
 //! - [`seedrun`]: `cargo xtask seed N`: the recipe's comparisons and the verdict table
 
 pub mod build;
+pub mod calibration;
 pub mod cleanup;
 pub mod cli;
 pub mod compare;
