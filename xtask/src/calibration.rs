@@ -400,7 +400,7 @@ pub fn profile_toml(records: &[Value], source: &str) -> Result<String> {
             let refill = r["cold_ns"].as_u64()?.checked_sub(r["warm_ns"].as_u64()?)? as f64;
             let lines = (r["kib"].as_u64()? * 1024 / line_bytes.max(1)) as f64;
             let mlp = lines * line_ns / refill;
-            (refill > 0.0 && mlp >= 1.0 && mlp <= 64.0).then_some(mlp)
+            (refill > 0.0 && (1.0..=64.0).contains(&mlp)).then_some(mlp)
         })
         .collect();
     let mlp = match median(mlps) {
@@ -637,4 +637,223 @@ pub fn run(from: &Path, out: Option<&Path>) -> Result<i32> {
         None => print!("{toml}"),
     }
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The serial console of `cargo xtask run --experiment calibrate --release
+    /// --sockets 2 --cores 2 --threads 2 --numa-nodes 2` under QEMU TCG on
+    /// this project's 2-core build host (see the file's first lines).
+    const FIXTURE: &str = include_str!("../tests/fixtures/calibrate-qemu-tcg.log");
+
+    fn records() -> Vec<Value> {
+        read_records(FIXTURE).unwrap()
+    }
+
+    fn cal(records: &[Value]) -> &Value {
+        record(records, "calibrate").unwrap()
+    }
+
+    /// The comment line right above `key = ...` in the profile text.
+    fn note_of<'a>(toml: &'a str, key: &str) -> &'a str {
+        let lines: Vec<&str> = toml.lines().collect();
+        let i = lines
+            .iter()
+            .position(|l| l.starts_with(&format!("{key} = ")))
+            .unwrap_or_else(|| panic!("no {key} in\n{toml}"));
+        lines[i - 1]
+    }
+
+    #[test]
+    fn the_console_log_has_every_record_a_profile_needs() {
+        let r = records();
+        for ty in [
+            "boot",
+            "smp",
+            "topology",
+            "sched_config",
+            "calibrate",
+            "exit",
+        ] {
+            assert!(record(&r, ty).is_some(), "no {ty} record");
+        }
+        assert_eq!(record(&r, "exit").unwrap()["status"], "success");
+        // Log lines and firmware output around the records are skipped.
+        assert!(FIXTURE.lines().count() > r.len());
+    }
+
+    #[test]
+    fn results_file_and_console_log_give_the_same_profile() {
+        let r = records();
+        let jsonl: String = r.iter().map(|v| format!("{v}\n")).collect();
+        let again = read_records(&jsonl).unwrap();
+        assert_eq!(again, r);
+        assert_eq!(
+            profile_toml(&again, "x").unwrap(),
+            profile_toml(&r, "x").unwrap()
+        );
+    }
+
+    #[test]
+    fn a_broken_record_line_is_an_error_naming_the_line() {
+        let e = read_records("noise\n@@SCHEDLAB {\"type\":").unwrap_err();
+        assert!(
+            format!("{e:#}").starts_with("line 2: malformed record"),
+            "{e:#}"
+        );
+    }
+
+    #[test]
+    fn measured_values_land_in_their_parameters() {
+        let r = records();
+        let c = cal(&r);
+        let toml = profile_toml(&r, "fixture.log").unwrap();
+        let p = Profile::parse(&toml).unwrap();
+        let base = Profile::default_profile();
+        let f = |k: &str| c[k].as_u64().unwrap() as f64;
+        assert_eq!(p.name, "calibrated-qemu-tcg");
+        assert_eq!(p.kernel.context_switch_ns, f("context_switch_ns"));
+        assert_eq!(p.kernel.syscall_ns, f("pipe_call_ns"));
+        assert_eq!(p.kernel.futex_ns, f("semaphore_op_ns"));
+        assert_eq!(p.kernel.fork_ns, f("spawn_ns"));
+        assert!((p.cpu.compute_unit_ns - f("compute_unit_ps") / 1000.0).abs() < 1e-3);
+        assert!((p.kernel.datagram_syscall_ns - 0.48 * f("pipe_call_ns")).abs() < 1e-3);
+        // 2 sockets x 2 cores x 2 threads, a node per socket: smt, llc and
+        // remote partners exist; package and node do not.
+        let d = |name: &str| {
+            c["distances"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|d| d["distance"] == name)
+                .unwrap_or_else(|| panic!("no {name}"))
+        };
+        for (name, ipi, line) in [
+            ("smt", p.wakeup.ipi_ns.smt, p.cache.line_ns.smt),
+            ("llc", p.wakeup.ipi_ns.llc, p.cache.line_ns.llc),
+            ("remote", p.wakeup.ipi_ns.remote, p.cache.line_ns.remote),
+        ] {
+            assert_eq!(ipi, d(name)["ipi_busy_ns"].as_u64().unwrap() as f64);
+            assert_eq!(line, d(name)["line_ns"].as_u64().unwrap() as f64);
+        }
+        assert_eq!(p.wakeup.ipi_ns.package, base.wakeup.ipi_ns.package);
+        assert_eq!(p.cache.line_ns.node, base.cache.line_ns.node);
+        assert_eq!(p.cache.line_ns.same, base.cache.line_ns.same);
+        assert_eq!(p.mm, base.mm);
+        assert_eq!(p.noise, base.noise);
+        // QEMU's SLIT between the two nodes is 20.
+        assert_eq!(p.cache.remote_slit, 20);
+        let mem = &c["memory"];
+        let local = mem["from"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["node"] == mem["buffer_node"])
+            .expect("the buffer's node is known in the fixture");
+        assert_eq!(
+            p.cache.dram_ns,
+            local["ns_per_hop"].as_u64().unwrap() as f64
+        );
+    }
+
+    #[test]
+    fn every_parameter_says_where_it_came_from() {
+        let toml = profile_toml(&records(), "fixture.log").unwrap();
+        for key in [
+            "compute_unit_ns",
+            "context_switch_ns",
+            "syscall_ns",
+            "futex_ns",
+            "wakeup_ns",
+            "fork_ns",
+            "idle_exit_ns",
+            "dram_ns",
+            "private_bytes",
+        ] {
+            assert!(note_of(&toml, key).starts_with("# measured: "), "{key}");
+        }
+        for key in ["timer_ns", "switch_ns", "asids", "jitter"] {
+            assert!(
+                note_of(&toml, key).contains("NOT MEASURED by calibrate"),
+                "{key}"
+            );
+        }
+        assert!(toml.contains("# ipi_ns.smt: measured: "));
+        assert!(toml.contains("# ipi_ns.package: NOT MEASURED by calibrate (the machine has no CPU pair at this distance)"));
+        assert!(toml.contains("# line_ns.same: NOT MEASURED"));
+        // TCG has no caches: the refill is no slower than a warm re-read.
+        assert!(note_of(&toml, "mlp").contains("NOT MEASURED"), "{toml}");
+    }
+
+    #[test]
+    fn the_header_names_the_clock_source() {
+        let mut r = records();
+        let toml = profile_toml(&r, "fixture.log").unwrap();
+        assert!(toml.contains("# Clock source: QEMU TCG (no icount)"));
+        assert!(toml.contains("EMULATION NUMBERS"));
+        let boot = r.iter_mut().find(|v| v["type"] == "boot").unwrap();
+        boot["icount"] = Value::Bool(true);
+        let toml = profile_toml(&r, "x").unwrap();
+        assert!(toml.contains("# Clock source: QEMU icount"));
+        assert!(toml.contains("name = \"calibrated-qemu-icount\""));
+        let boot = r.iter_mut().find(|v| v["type"] == "boot").unwrap();
+        boot["icount"] = Value::Bool(false);
+        let c = r.iter_mut().find(|v| v["type"] == "calibrate").unwrap();
+        c["hypervisor"] = Value::Bool(false);
+        c["hypervisor_vendor"] = Value::String(String::new());
+        let toml = profile_toml(&r, "x").unwrap();
+        assert!(toml.contains("# Clock source: bare metal"));
+        assert!(!toml.contains("EMULATION"));
+        let c = r.iter_mut().find(|v| v["type"] == "calibrate").unwrap();
+        c["hypervisor"] = Value::Bool(true);
+        c["hypervisor_vendor"] = Value::String("KVMKVMKVM...".into());
+        let toml = profile_toml(&r, "x").unwrap();
+        assert!(toml.contains("hypervisor 'KVMKVMKVM...'"), "{toml}");
+    }
+
+    #[test]
+    fn mlp_is_solved_from_a_refill_slower_than_a_warm_read() {
+        let mut r = records();
+        let c = r.iter_mut().find(|v| v["type"] == "calibrate").unwrap();
+        // 256 KiB = 4096 lines of 64 bytes; at 100 ns a line and 8 in flight
+        // the model's refill is 4096 / 8 x 100 ns.
+        for d in c["distances"].as_array_mut().unwrap() {
+            d["line_ns"] = 100.into();
+            d["refill"][1] =
+                serde_json::json!({"kib": 256, "cold_ns": 51_200 + 1000, "warm_ns": 1000});
+        }
+        let p = Profile::parse(&profile_toml(&r, "x").unwrap()).unwrap();
+        assert_eq!(p.cache.mlp, 8);
+        assert_eq!(p.cache.line_ns.llc, 100.0);
+    }
+
+    #[test]
+    fn cache_sizes_come_from_the_topology_record() {
+        let r = records();
+        let topo = record(&r, "topology").unwrap();
+        let (private, llc) = cache_sizes(topo).unwrap();
+        let p = Profile::parse(&profile_toml(&r, "x").unwrap()).unwrap();
+        assert_eq!(
+            (p.cache.private_bytes, p.cache.llc_bytes_per_core),
+            (private, llc)
+        );
+        assert!(private > 0 && llc > 0);
+        assert_eq!(count_cpus("0-3,8,10-11"), Some(7));
+        assert_eq!(count_cpus("x"), None);
+    }
+
+    #[test]
+    fn a_log_without_calibrate_is_refused() {
+        let r: Vec<Value> = records()
+            .into_iter()
+            .filter(|v| v["type"] != "calibrate")
+            .collect();
+        let e = profile_toml(&r, "boot.log").unwrap_err();
+        assert!(
+            e.to_string().starts_with("no calibrate record in boot.log"),
+            "{e}"
+        );
+    }
 }
