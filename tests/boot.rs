@@ -18,6 +18,18 @@ fn check_boot_record(r: &xtask::runner::RunResult, firmware: &str, cpus: u64) {
         "memory_bytes {mem} for a 256 MiB guest"
     );
     assert_eq!(r.record("exit").unwrap()["status"], "success");
+    // What tells a captured console's report its clock: QEMU's TCG sets the
+    // hypervisor bit and signs leaf 0x4000_0000; xtask runs these without icount.
+    assert_eq!(boot["hypervisor"], true);
+    assert_eq!(boot["hypervisor_vendor"], "TCGTCGTCGTCG");
+    assert_eq!(boot["icount"], false);
+    assert_eq!(boot["cpu_vendor"], "GenuineIntel");
+    assert_eq!(
+        xtask::capture::clock::of(r).key,
+        "host",
+        "{}",
+        xtask::capture::clock::of(r).sentence
+    );
     assert!(
         r.log
             .iter()

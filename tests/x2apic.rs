@@ -9,6 +9,7 @@
 use std::time::Duration;
 
 use bootcfg::BootConfig;
+use xtask::accel::Accel;
 use xtask::build::Firmware;
 use xtask::launch::Launcher;
 use xtask::machine::Machine;
@@ -46,6 +47,7 @@ fn x2apic_boots_288_cpus_on_two_sockets_and_two_nodes() {
         machine,
         firmware: Firmware::Bios,
         icount_shift: None,
+        accel: Accel::Tcg,
         seed: None,
         extra_args: Vec::new(),
     };

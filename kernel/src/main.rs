@@ -197,6 +197,17 @@ fn print_banner(mem: &mm::MemoryInfo, acpi: &acpi::AcpiInfo, cfg: &BootConfig, b
         madt_cpus,
         cfg.experiment,
     );
+    let hypervisor = arch::identity::hypervisor_vendor();
+    let brand = arch::identity::brand();
+    log::info!(
+        "cpu: {} '{}' | {}",
+        arch::identity::vendor(),
+        brand,
+        match &hypervisor {
+            Some(h) => alloc::format!("under a hypervisor/emulator ('{h}')"),
+            None => alloc::string::String::from("no hypervisor (bare metal)"),
+        }
+    );
     Record::new("boot")
         .str("version", env!("CARGO_PKG_VERSION"))
         .str("firmware", mem.firmware.name())
@@ -210,8 +221,17 @@ fn print_banner(mem: &mm::MemoryInfo, acpi: &acpi::AcpiInfo, cfg: &BootConfig, b
         .u64("rsdp", acpi.rsdp)
         .str("experiment", &cfg.experiment)
         .str("label", &cfg.label)
-        .bool("icount", cfg.icount)
         .u64("kernel_image_offset", bi.kernel_image_offset)
+        .str("cpu_vendor", &arch::identity::vendor())
+        .str("cpu_brand", &brand)
+        .bool("hypervisor", hypervisor.is_some())
+        .bool("icount", cfg.icount)
+        .raw(
+            "hypervisor_vendor",
+            &hypervisor
+                .as_deref()
+                .map_or("null".into(), record::json_string),
+        )
         .emit();
 }
 

@@ -73,13 +73,20 @@ pub enum ClockSource {
 impl ClockSource {
     /// From the `boot` record's `icount` and the `calibrate` record's
     /// hypervisor fields.
+    /// The `boot` record's fields win; the `calibrate` record carries the
+    /// hypervisor fields too, for logs whose boot record lacks them.
     pub fn of(boot: Option<&Value>, cal: &Value) -> ClockSource {
-        let vendor = cal["hypervisor_vendor"].as_str().unwrap_or("");
+        let field = |k: &str| {
+            boot.map(|b| &b[k])
+                .filter(|v| !v.is_null())
+                .unwrap_or(&cal[k])
+        };
+        let vendor = field("hypervisor_vendor").as_str().unwrap_or("");
         if boot.is_some_and(|b| b["icount"] == true) {
             ClockSource::QemuIcount
         } else if vendor == "TCGTCGTCGTCG" {
             ClockSource::QemuTcg
-        } else if cal["hypervisor"] == true {
+        } else if *field("hypervisor") == true {
             ClockSource::Hypervisor(vendor.to_string())
         } else {
             ClockSource::BareMetal
@@ -623,11 +630,31 @@ fn section_body(w: &mut String, ps: &[Param]) -> std::fmt::Result {
     Ok(())
 }
 
+/// The records of the run to calibrate from: in a console log (split into
+/// boots by [`crate::capture`], which copes with CRLF, escapes, non-UTF-8
+/// bytes and several boots), the last boot with a `calibrate` record; in a
+/// `--results` file, its records.
+pub fn log_records(bytes: &[u8]) -> Result<Vec<Value>> {
+    if bytes
+        .windows(RECORD_PREFIX.len())
+        .any(|w| w == RECORD_PREFIX.as_bytes())
+    {
+        let capture = crate::capture::parse(bytes)?;
+        let boot = capture
+            .boots
+            .iter()
+            .rev()
+            .find(|b| b.result.record("calibrate").is_some())
+            .unwrap_or_else(|| capture.boots.last().expect("parse guarantees a boot"));
+        return Ok(boot.result.records.clone());
+    }
+    read_records(&String::from_utf8_lossy(bytes))
+}
+
 /// `cargo xtask profile --from LOG [--out FILE]`.
 pub fn run(from: &Path, out: Option<&Path>) -> Result<i32> {
-    let text =
-        std::fs::read_to_string(from).with_context(|| format!("reading {}", from.display()))?;
-    let records = read_records(&text)?;
+    let bytes = std::fs::read(from).with_context(|| format!("reading {}", from.display()))?;
+    let records = log_records(&bytes).with_context(|| format!("{}", from.display()))?;
     let toml = profile_toml(&records, &from.display().to_string())?;
     match out {
         Some(p) => {
@@ -653,7 +680,7 @@ mod tests {
     const FIXTURE: &str = include_str!("../tests/fixtures/calibrate-qemu-tcg.log");
 
     fn records() -> Vec<Value> {
-        read_records(FIXTURE).unwrap()
+        log_records(FIXTURE.as_bytes()).unwrap()
     }
 
     fn cal(records: &[Value]) -> &Value {
@@ -692,12 +719,23 @@ mod tests {
     fn results_file_and_console_log_give_the_same_profile() {
         let r = records();
         let jsonl: String = r.iter().map(|v| format!("{v}\n")).collect();
-        let again = read_records(&jsonl).unwrap();
+        let again = log_records(jsonl.as_bytes()).unwrap();
         assert_eq!(again, r);
+        assert_eq!(read_records(FIXTURE).unwrap(), r);
         assert_eq!(
             profile_toml(&again, "x").unwrap(),
             profile_toml(&r, "x").unwrap()
         );
+    }
+
+    #[test]
+    fn the_last_boot_with_a_calibrate_record_is_used() {
+        // A later boot (the server rebooted into another experiment) does
+        // not hide the calibration run.
+        let log = format!(
+            "{FIXTURE}@@SCHEDLAB {{\"type\":\"boot\",\"experiment\":\"boot\"}}\n@@SCHEDLAB {{\"type\":\"exit\",\"status\":\"success\"}}\n"
+        );
+        assert_eq!(log_records(log.as_bytes()).unwrap(), records());
     }
 
     #[test]

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result, bail};
 use clap::{Args, Parser, Subcommand};
 
+use crate::accel::{Accel, AccelChoice};
 use crate::build::Firmware;
 use crate::machine::Machine;
 use crate::preset::{self, PRESETS};
@@ -41,6 +42,13 @@ pub enum Cmd {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         extra: Vec<String>,
     },
+    /// Turn a captured serial console (bare metal over IPMI SOL or a serial
+    /// cable, or `run --console-log`) into the report, records and trace a
+    /// QEMU run gives (docs/bare-metal.md).
+    Report(ReportArgs),
+    /// Build a disk image for a real machine (USB stick, boot disk, PXE)
+    /// with the run's boot configuration (docs/bare-metal.md).
+    Image(Box<crate::image::ImageArgs>),
     /// Run every test: host unit/property tests, then QEMU integration tests.
     Test(TestArgs),
     /// Build the kernel ELF and the image builder only.
@@ -93,7 +101,7 @@ pub struct RunArgs {
     #[arg(long, default_value = bootcfg::DEFAULT_EXPERIMENT)]
     pub experiment: String,
     /// Machine shape preset (see `cargo xtask list`): default, xeon-e7-8870v4,
-    /// 2n48-llc24, 4n192-llc48, 2s48-smt, 2s8-nosmt.
+    /// 2n48-llc24, 4n192-llc48, 2s48-smt, 2s8-nosmt, 2s384-smt, 2s2d224-llc56.
     #[arg(long, value_name = "NAME", conflicts_with_all = ["smp", "sockets", "dies", "cores", "threads"])]
     pub topology: Option<String>,
     /// Total vCPUs; with no topology flags: one socket of N single-thread cores.
@@ -124,6 +132,11 @@ pub struct RunArgs {
     /// Deterministic virtual time: `-icount shift=N,sleep=off` (N defaults to 0).
     #[arg(long, num_args = 0..=1, default_missing_value = "0", value_name = "SHIFT")]
     pub icount: Option<u32>,
+    /// QEMU accelerator: auto (KVM when /dev/kvm is usable and --icount is
+    /// not given, else TCG), tcg, or kvm (`-cpu host`; an error when /dev/kvm
+    /// is not usable).
+    #[arg(long, value_enum, default_value_t = AccelChoice::Auto)]
+    pub accel: AccelChoice,
     /// Perturbation seed: each kernel thread starts after a seed-derived
     /// 0-20 us spin (docs/results.md, "Determinism"); also QEMU's `-seed`.
     /// With --icount, the same seed repeats the run exactly.
@@ -142,6 +155,10 @@ pub struct RunArgs {
     /// Write the run's result records to FILE as JSON lines.
     #[arg(long, value_name = "FILE")]
     pub results: Option<PathBuf>,
+    /// Copy the raw serial console (bytes as QEMU sends them) to FILE: a
+    /// capture `cargo xtask report --from FILE` turns back into this report.
+    #[arg(long, value_name = "FILE")]
+    pub console_log: Option<PathBuf>,
     /// Extra argument passed to QEMU verbatim (repeatable).
     #[arg(long = "qemu-arg", value_name = "ARG", allow_hyphen_values = true)]
     pub qemu_args: Vec<String>,
@@ -270,6 +287,16 @@ pub struct CompareArgs {
     /// With --engine slurm: submit and return; render later with --from DIR.
     #[arg(long)]
     pub no_wait: bool,
+    /// Run nothing: the baseline's runs are the successful boots of this
+    /// captured console log (repeatable; `report --from` reads the same
+    /// logs). Needs --variant-log. The experiment and configuration are the
+    /// captures' own: `run` options other than --results are not used.
+    #[arg(long = "baseline-log", value_name = "LOG", requires = "variant_log",
+        conflicts_with_all = ["from", "sweep", "variant_features", "variant_policy", "variant_pick", "variant_args"])]
+    pub baseline_log: Vec<PathBuf>,
+    /// The variant's captured console log(s), as --baseline-log.
+    #[arg(long = "variant-log", value_name = "LOG", requires = "baseline_log")]
+    pub variant_log: Vec<PathBuf>,
 }
 
 /// Where a sweep's runs happen.
@@ -279,6 +306,32 @@ pub enum Engine {
     Local,
     /// A Slurm job array, one array task per run.
     Slurm,
+}
+
+/// Options of `cargo xtask report`.
+#[derive(Args, Debug, Clone)]
+pub struct ReportArgs {
+    /// The captured console log (CRLF, escape sequences and firmware output
+    /// before the kernel are fine; several boots: the last complete one).
+    #[arg(long, value_name = "LOG")]
+    pub from: PathBuf,
+    /// Report boot N of the log (1 = the first; the report says how many
+    /// there are) instead of the last complete one.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub boot: Option<u32>,
+    /// Write the run's result records to FILE as JSON lines (as `run --results`).
+    #[arg(long, value_name = "FILE")]
+    pub results: Option<PathBuf>,
+    /// Write the run's scheduler trace to FILE (the run must have recorded
+    /// one: an image built with `image --traced`, a `run --trace`).
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+    /// What --trace writes: chrome or ftrace (as `run --trace-format`).
+    #[arg(long, value_enum, default_value_t = TraceFormat::Chrome, requires = "trace")]
+    pub trace_format: TraceFormat,
+    /// The kernel ELF that ran, to resolve a fault's RIP to a source line.
+    #[arg(long, value_name = "ELF")]
+    pub kernel: Option<PathBuf>,
 }
 
 /// Options of `cargo xtask test`.
@@ -442,6 +495,10 @@ impl RunArgs {
                 Firmware::Bios
             },
             icount_shift: self.icount,
+            accel: match self.backend {
+                Backend::Qemu => crate::accel::resolve_here(self.accel, self.icount.is_some())?,
+                Backend::Sim => Accel::Tcg,
+            },
             seed: self.seed,
             extra_args: self.qemu_args.clone(),
         };

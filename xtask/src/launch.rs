@@ -1,7 +1,7 @@
 //! One boot of the kernel: image from a boot configuration, QEMU, records.
 //! Shared by `cargo xtask run` and the integration tests in `tests/`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
@@ -55,6 +55,25 @@ impl Launcher {
         timeout: Duration,
         echo: bool,
     ) -> Result<RunResult> {
+        self.boot_logged(config, qemu, timeout, echo, None)
+    }
+
+    /// [`Launcher::boot`], copying the raw console to `console_log` (created
+    /// before the build of the image, so a bad path fails before QEMU starts).
+    pub fn boot_logged(
+        &self,
+        config: &BootConfig,
+        qemu: &QemuConfig,
+        timeout: Duration,
+        echo: bool,
+        console_log: Option<&Path>,
+    ) -> Result<RunResult> {
+        let console = console_log
+            .map(|p| {
+                std::fs::File::create(p)
+                    .with_context(|| format!("--console-log: creating {}", p.display()))
+            })
+            .transpose()?;
         // The kernel aligns its bring-up to the virtual clock under -icount.
         let config = BootConfig {
             icount: qemu.icount_shift.is_some(),
@@ -65,7 +84,7 @@ impl Launcher {
             if echo {
                 eprintln!("$ {}", qemu::display(&cmd));
             }
-            runner::run(cmd, timeout, echo)
+            runner::run_logged(cmd, timeout, echo, console)
         });
         // The image directory is per run; remove it whatever happened
         // (unless --keep).

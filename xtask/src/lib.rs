@@ -4,6 +4,7 @@
 //! - [`prereq`]: install what is missing (rustup parts, QEMU, OVMF)
 //! - [`calibration`]: `cargo xtask profile`: a `calibrate` log -> a simulator cost profile
 //! - [`build`]: build the kernel ELF, the image builder and disk images
+//! - [`image`]: a disk image with a run's boot configuration, for real hardware
 //! - [`machine`]: the emulated machine's shape (CPUs, sockets, NUMA, memory)
 //! - [`preflight`]: argument, memory and output-path checks before any build or boot
 //! - [`qemu`]: turn a machine + image into a QEMU command line
@@ -11,6 +12,8 @@
 //! - [`cleanup`]: kill QEMU and remove run folders on signals and exit
 //! - [`runner`]: run QEMU with a timeout, split log lines from result records
 //! - [`outcome`]: what a run's exit status means
+//! - [`outputs`]: the files a run writes: `--results` records, `--trace` exports
+//! - [`capture`]: a captured serial console (bare metal, `run --console-log`) as a run: `report --from`, compare of captures
 //! - [`symbolize`]: map a faulting RIP back to a function and source line
 //! - [`trace`]: the kernel's scheduler trace as a Chrome/Perfetto timeline or ftrace text
 //! - [`seeds`]: the seed threads' comparisons as one command each
@@ -21,14 +24,18 @@
 //! - [`slurmlab`]: a one-node Slurm cluster on localhost, for the Slurm engine's test
 //! - [`seedrun`]: `cargo xtask seed N`: the recipe's comparisons and the verdict table
 
+pub mod accel;
 pub mod build;
 pub mod calibration;
+pub mod capture;
 pub mod cleanup;
 pub mod cli;
 pub mod compare;
+pub mod image;
 pub mod launch;
 pub mod machine;
 pub mod outcome;
+pub mod outputs;
 pub mod preflight;
 pub mod prereq;
 pub mod preset;

@@ -1,10 +1,9 @@
 //! `cargo xtask`: the entry point. See `cargo xtask --help`.
 
-use std::io::Write;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Parser;
 use xtask::build;
 use xtask::cli::{Backend, Cli, Cmd, RunArgs, TestArgs};
@@ -20,6 +19,16 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Cmd::Run(args) => run(&args),
         Cmd::Compare(args) => xtask::compare::run(&args),
+        Cmd::Report(args) => {
+            // `report --from LOG | head`: end quietly when the reader goes
+            // away, as a Unix filter does, instead of panicking in println!
+            // (report starts nothing that would need cleaning up).
+            // SAFETY: restoring a signal's default disposition, before any
+            // thread is started.
+            unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+            xtask::capture::report::run(&args)
+        }
+        Cmd::Image(args) => xtask::image::run(&args),
         Cmd::Seed { seed, full, extra } => seed_cmd(seed.as_deref(), full, &extra),
         Cmd::Test(args) => test(&args),
         Cmd::SweepTask { dir, offset, task } => xtask::sweep::slurm::task_main(&dir, offset, task),
@@ -81,10 +90,11 @@ fn run(args: &RunArgs) -> Result<i32> {
     }
     // Validate everything the user typed before any slow step.
     let config = args.boot_config()?;
-    let qemu = args.qemu()?;
     xtask::preflight::check(args)?;
     xtask::cleanup::set_keep(args.keep);
     prereq::ensure_all()?;
+    // After the prerequisites: QEMU's version and KVM's test guest need QEMU.
+    let qemu = args.qemu()?;
     // Prebuilt products named in the environment (as `cargo xtask test` sets
     // them) are used as they are; otherwise build.
     let launcher = if std::env::var_os(ENV_KERNEL).is_some() {
@@ -104,12 +114,26 @@ fn run(args: &RunArgs) -> Result<i32> {
         m.numa_nodes,
         m.memory_mib,
         qemu.firmware,
-        qemu.icount_shift
-            .map_or("multi-threaded TCG".to_string(), |s| format!(
-                "icount shift={s}"
-            )),
+        match (qemu.icount_shift, qemu.accel) {
+            (Some(s), _) => format!("icount shift={s}"),
+            (None, xtask::accel::Accel::Kvm) => "KVM".to_string(),
+            (None, xtask::accel::Accel::Tcg) => "multi-threaded TCG".to_string(),
+        },
     );
-    let result = launcher.boot(&config, &qemu, Duration::from_secs(args.timeout), true)?;
+    let result = launcher.boot_logged(
+        &config,
+        &qemu,
+        Duration::from_secs(args.timeout),
+        true,
+        args.console_log.as_deref(),
+    )?;
+    if let Some(p) = &args.console_log {
+        eprintln!(
+            "xtask: console copied to {} (cargo xtask report --from {} gives this report again)",
+            p.display(),
+            p.display()
+        );
+    }
     Ok(finish_run(args, &result, Some(&launcher.kernel)))
 }
 
@@ -140,7 +164,7 @@ fn finish_run(
     let verdict = result.outcome.exit_code();
     let mut reporting_failed = false;
     if let Some(path) = &args.results
-        && let Err(e) = write_results(path, &result.records)
+        && let Err(e) = xtask::outputs::write_results(path, &result.records)
     {
         eprintln!("xtask: error: {e:#}");
         reporting_failed = true;
@@ -151,7 +175,7 @@ fn finish_run(
         xtask::compare::clock_meaning(xtask::compare::run_clock(args))
     );
     if let Some(path) = &args.trace
-        && let Err(e) = write_trace(args, path, &result.records)
+        && let Err(e) = xtask::outputs::write_trace(path, args.trace_format, &result.records)
     {
         eprintln!("xtask: error: --trace: {e:#}");
         reporting_failed = true;
@@ -161,47 +185,6 @@ fn finish_run(
     } else {
         verdict
     }
-}
-
-fn write_results(path: &std::path::Path, records: &[serde_json::Value]) -> Result<()> {
-    let mut f =
-        std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
-    for r in records {
-        writeln!(f, "{r}").with_context(|| format!("writing {}", path.display()))?;
-    }
-    eprintln!(
-        "xtask: {} records written to {}",
-        records.len(),
-        path.display()
-    );
-    Ok(())
-}
-
-/// `--trace FILE`: the run's scheduler trace in `--trace-format`, and the
-/// `perf sched latency`-style table.
-fn write_trace(
-    args: &RunArgs,
-    path: &std::path::Path,
-    records: &[serde_json::Value],
-) -> Result<()> {
-    let s = xtask::trace::write(path, args.trace_format, records)?;
-    let dropped = match &s.cut {
-        Some(c) => format!(
-            ", {} dropped: raise --trace-events; the trace is {}",
-            s.dropped, c.note
-        ),
-        None => String::new(),
-    };
-    println!(
-        "trace: {} events on {} CPUs{dropped}, {} threads -> {} ({}; open in ui.perfetto.dev)",
-        s.events,
-        s.cpus,
-        s.threads,
-        path.display(),
-        args.trace_format.describe()
-    );
-    print_sched_latency(&xtask::trace::latency_table(records)?);
-    Ok(())
 }
 
 /// `cargo xtask seed [N]`: list the recipes, or run one and judge it
@@ -223,32 +206,6 @@ fn seed_cmd(seed: Option<&str>, full: bool, extra: &[String]) -> Result<i32> {
         return Ok(0);
     };
     xtask::seedrun::run(seed, full, extra)
-}
-
-/// The `perf sched latency`-style table of a traced run (largest delays first).
-fn print_sched_latency(rows: &[xtask::trace::TaskLatency]) {
-    const SHOWN: usize = 15;
-    println!(
-        " {:<24} | {:>11} | {:>8} | {:>12} | {:>12} | {:>14}",
-        "Task", "Runtime ms", "Switches", "Avg delay ms", "Max delay ms", "Max delay at s"
-    );
-    for r in rows.iter().take(SHOWN) {
-        println!(
-            " {:<24} | {:>11.3} | {:>8} | {:>12.3} | {:>12.3} | {:>14.6}",
-            format!("{}:{}", r.name, r.tid),
-            r.runtime_ns as f64 / 1e6,
-            r.switches,
-            r.avg_delay_ns as f64 / 1e6,
-            r.max_delay_ns as f64 / 1e6,
-            r.max_delay_at_ns as f64 / 1e9
-        );
-    }
-    if rows.len() > SHOWN {
-        println!(
-            " ... {} more threads (all of them in the trace file)",
-            rows.len() - SHOWN
-        );
-    }
 }
 
 fn test(args: &TestArgs) -> Result<i32> {

@@ -26,6 +26,9 @@ pub enum Outcome {
     /// QEMU was ended by this signal from outside xtask (SIGKILL in its wait
     /// status; SIGINT/SIGTERM/SIGHUP from its "terminating on signal" message).
     Signal(i32),
+    /// A captured console log ends before the run's `exit` record (the
+    /// capture stopped early, or the machine hung; `report --from`).
+    Truncated,
 }
 
 impl Outcome {
@@ -40,6 +43,19 @@ impl Outcome {
             0 => Outcome::Reset,
             other => Outcome::QemuError(other),
         }
+    }
+
+    /// The outcome an `exit` record's `status` names (None: not a status the
+    /// kernel writes).
+    pub fn from_kernel_status(name: &str) -> Option<Outcome> {
+        Some(match name {
+            "success" => Outcome::Success,
+            "failure" => Outcome::Failure,
+            "panic" => Outcome::Panic,
+            "exception" => Outcome::Exception,
+            "watchdog" => Outcome::Watchdog,
+            _ => return None,
+        })
     }
 
     /// The `status` the kernel's `exit` record should carry for this outcome.
@@ -64,6 +80,7 @@ impl Outcome {
             Outcome::Watchdog => 5,
             Outcome::Reset => 6,
             Outcome::QemuError(_) => 7,
+            Outcome::Truncated => 8,
             Outcome::Timeout => 124,
             Outcome::Signal(sig) => 128 + sig,
         }
@@ -89,6 +106,10 @@ impl fmt::Display for Outcome {
             Outcome::QemuError(s) => {
                 write!(f, "QEMU ERROR: qemu-system-x86_64 exited with status {s}")
             }
+            Outcome::Truncated => write!(
+                f,
+                "TRUNCATED: the log ends before the run's end record (no `exit` record)"
+            ),
             Outcome::Signal(sig) => write!(
                 f,
                 "KILLED: QEMU was ended by signal {sig}{} from outside xtask",
@@ -113,6 +134,8 @@ mod tests {
         let all = [33, 35, 37, 39, 41, 0, 1].map(Outcome::from_qemu_status);
         let mut codes: Vec<i32> = all.iter().map(|o| o.exit_code()).collect();
         codes.push(Outcome::Timeout.exit_code());
+        codes.push(Outcome::Truncated.exit_code());
+        codes.push(2); // xtask's own errors
         codes.extend([1, 2, 9, 15].map(|s| Outcome::Signal(s).exit_code()));
         let n = codes.len();
         codes.sort_unstable();
@@ -120,5 +143,12 @@ mod tests {
         assert_eq!(codes.len(), n);
         assert_eq!(Outcome::from_qemu_status(33).exit_code(), 0);
         assert_eq!(Outcome::from_qemu_status(1), Outcome::QemuError(1));
+        for o in all.iter().filter_map(|o| o.kernel_status_name()) {
+            assert_eq!(
+                Outcome::from_kernel_status(o).and_then(Outcome::kernel_status_name),
+                Some(o)
+            );
+        }
+        assert_eq!(Outcome::from_kernel_status("reset"), None);
     }
 }

@@ -36,6 +36,15 @@ pub fn check(args: &RunArgs) -> Result<()> {
     if let Some(p) = &args.trace {
         writable("--trace", p)?;
     }
+    if let Some(p) = &args.console_log {
+        if args.backend == Backend::Sim {
+            bail!(
+                "--console-log {}: the simulator has no console (its records are all there is: use --results)",
+                p.display()
+            );
+        }
+        writable("--console-log", p)?;
+    }
     Ok(())
 }
 

@@ -77,12 +77,14 @@ pub fn ovmf_code() -> Option<&'static str> {
     .find(|p| std::path::Path::new(p).is_file())
 }
 
-/// Installs `qemu-system-x86` and `ovmf` with apt-get when QEMU or OVMF is missing.
+/// Installs `qemu-system-x86` and `ovmf` with apt-get when QEMU or OVMF is
+/// missing. apt waits up to 10 minutes for another apt's lock (two xtask
+/// commands started at once on a fresh machine) instead of failing.
 pub fn ensure_qemu() -> Result<()> {
     if have("qemu-system-x86_64") && ovmf_code().is_some() {
         return Ok(());
     }
-    let cmd = "apt-get update && apt-get install -y qemu-system-x86 ovmf";
+    let cmd = "apt-get -o DPkg::Lock::Timeout=600 update && apt-get -o DPkg::Lock::Timeout=600 install -y qemu-system-x86 ovmf";
     if !is_root() {
         bail!("QEMU or OVMF is missing and we are not root; run: sudo sh -c '{cmd}'");
     }
@@ -112,7 +114,7 @@ pub fn ensure_slurm() -> Result<()> {
     if tools.iter().all(|t| on_path(t)) {
         return Ok(());
     }
-    let cmd = "apt-get update && apt-get install -y --no-install-recommends slurmctld slurmd slurm-client munge";
+    let cmd = "apt-get -o DPkg::Lock::Timeout=600 update && apt-get -o DPkg::Lock::Timeout=600 install -y --no-install-recommends slurmctld slurmd slurm-client munge";
     if !is_root() {
         bail!("Slurm is not installed and we are not root; run: sudo sh -c '{cmd}'");
     }

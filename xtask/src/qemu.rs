@@ -10,6 +10,7 @@ use std::process::Command;
 
 use anyhow::{Context, Result};
 
+use crate::accel::Accel;
 use crate::build::Firmware;
 use crate::machine::Machine;
 use crate::prereq;
@@ -21,6 +22,8 @@ pub struct QemuConfig {
     pub firmware: Firmware,
     /// `-icount shift=N,sleep=off`: deterministic virtual time (single-threaded TCG).
     pub icount_shift: Option<u32>,
+    /// TCG or KVM (`crate::accel`); KVM excludes `icount_shift`.
+    pub accel: Accel,
     /// Guest RNG seed (`-seed`), for repeatable runs.
     pub seed: Option<u64>,
     /// Extra arguments appended verbatim (`--qemu-arg`).
@@ -49,9 +52,12 @@ impl QemuConfig {
         Ok(())
     }
 
-    /// [`crate::qemu_version::check`] for this machine; `Ok(true)` when
-    /// x2APIC must be hidden from the guest.
-    fn version_check(&self, v: crate::qemu_version::Version) -> Result<bool> {
+    /// [`crate::qemu_version::check`] for this machine: what the `-cpu`
+    /// line must hide for this QEMU.
+    fn version_check(
+        &self,
+        v: crate::qemu_version::Version,
+    ) -> Result<crate::qemu_version::Workarounds> {
         let m = &self.machine;
         let max_apic =
             topology::qemu_max_apic_id(m.sockets, m.dies, m.cores, m.threads).unwrap_or(u64::MAX);
@@ -63,18 +69,19 @@ impl QemuConfig {
     pub fn command(&self, image: &Path) -> Result<Command> {
         let v = crate::qemu_version::installed()
             .context("qemu-system-x86_64 --version did not say its version")?;
-        let hide_x2apic = self.version_check(v)?;
+        let w = self.version_check(v)?;
+        let mut cpu = String::from(match self.accel {
+            Accel::Kvm => "host",
+            Accel::Tcg => "max,vendor=GenuineIntel",
+        });
+        if w.hide_x2apic {
+            cpu.push_str(",-x2apic");
+        }
+        if w.hide_leaf_1f {
+            cpu.push_str(",level=0x1e");
+        }
         let mut cmd = Command::new("qemu-system-x86_64");
-        cmd.args([
-            "-machine",
-            "q35",
-            "-cpu",
-            if hide_x2apic {
-                "max,vendor=GenuineIntel,-x2apic"
-            } else {
-                "max,vendor=GenuineIntel"
-            },
-        ]);
+        cmd.args(["-machine", "q35", "-cpu", &cpu]);
         cmd.args(self.machine.qemu_args());
         cmd.arg("-drive")
             .arg(format!("format=raw,file={}", image.display()));
@@ -106,6 +113,9 @@ impl QemuConfig {
                     "-rtc",
                     "base=2020-01-01T00:00:00,clock=vm",
                 ]);
+            }
+            None if self.accel == Accel::Kvm => {
+                cmd.args(["-accel", "kvm"]);
             }
             None => {
                 cmd.args(["-accel", "tcg,thread=multi"]);
@@ -197,6 +207,7 @@ mod vga_tests {
             machine: crate::machine::Machine::default(),
             firmware,
             icount_shift: None,
+            accel: Accel::Tcg,
             seed: None,
             extra_args: v(extra),
         };

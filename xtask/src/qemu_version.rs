@@ -70,10 +70,29 @@ pub const X2APIC_SINCE: Version = Version {
     micro: 0,
 };
 
+/// What a QEMU version needs changed on the `-cpu` line to boot a machine.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Workarounds {
+    /// `-x2apic`: QEMU 10.0.2 stops with "Bad icount read" once an
+    /// `--icount` guest enables x2APIC.
+    pub hide_x2apic: bool,
+    /// `level=0x1e`: QEMU 10.0.2 aborts in `encode_topo_cpuid1f` for more
+    /// than one die per socket with vendor=GenuineIntel. Without leaf 0x1F
+    /// the guest sees each socket as one die whose cores are all of the
+    /// socket's, and each die's L3 (QEMU 10 shares L3 per die) as an LLC:
+    /// what Linux sees on such a machine without leaf 0x1F.
+    pub hide_leaf_1f: bool,
+}
+
 /// What `v` needs for this run: refuses what it cannot do (naming the
-/// version and the way out); `Ok(true)` when x2APIC must be hidden from
-/// the guest (`-cpu ...,-x2apic`).
-pub fn check(v: Version, max_apic_id: u64, dies: u32, icount: bool, cpus: u32) -> Result<bool> {
+/// version and the way out), else the `-cpu` changes it needs.
+pub fn check(
+    v: Version,
+    max_apic_id: u64,
+    dies: u32,
+    icount: bool,
+    cpus: u32,
+) -> Result<Workarounds> {
     let x2apic = max_apic_id > crate::machine::MAX_APIC_ID;
     if x2apic && v < X2APIC_SINCE {
         bail!(
@@ -93,14 +112,10 @@ pub fn check(v: Version, max_apic_id: u64, dies: u32, icount: bool, cpus: u32) -
              with at most 255 CPUs"
         );
     }
-    if newer && dies > 1 {
-        bail!(
-            "--dies {dies}: QEMU {v} aborts in encode_topo_cpuid1f (CPUID leaf 0x1F) for more \
-             than one die per socket with vendor=GenuineIntel, and hiding leaf 0x1F would hide \
-             the dies from the kernel: use --dies 1, QEMU 7.2, or --backend sim"
-        );
-    }
-    Ok(newer && icount)
+    Ok(Workarounds {
+        hide_x2apic: newer && icount,
+        hide_leaf_1f: newer && dies > 1,
+    })
 }
 
 #[cfg(test)]
@@ -139,16 +154,18 @@ mod tests {
             e.contains("QEMU 7.2.19") && e.contains("bookworm-backports"),
             "{e}"
         );
-        assert!(!check(v(10, 0, 2), 399, 1, false, 288).unwrap());
+        let none = Workarounds::default();
+        assert_eq!(check(v(10, 0, 2), 399, 1, false, 288).unwrap(), none);
         let e = check(v(10, 0, 2), 399, 1, true, 288)
             .unwrap_err()
             .to_string();
         assert!(e.contains("Bad icount read"), "{e}");
         // At most 255 CPUs under icount on 10: x2APIC hidden.
-        assert!(check(v(10, 0, 2), 7, 1, true, 8).unwrap());
-        assert!(!check(v(7, 2, 19), 7, 1, true, 8).unwrap());
-        let e = check(v(10, 0, 2), 7, 2, false, 8).unwrap_err().to_string();
-        assert!(e.contains("encode_topo_cpuid1f"), "{e}");
-        check(v(7, 2, 19), 7, 2, false, 8).unwrap();
+        assert!(check(v(10, 0, 2), 7, 1, true, 8).unwrap().hide_x2apic);
+        assert_eq!(check(v(7, 2, 19), 7, 1, true, 8).unwrap(), none);
+        // Dies on 10: leaf 0x1F hidden; on 7.2 shown.
+        let w = check(v(10, 0, 2), 7, 2, false, 8).unwrap();
+        assert!(w.hide_leaf_1f && !w.hide_x2apic);
+        assert_eq!(check(v(7, 2, 19), 7, 2, false, 8).unwrap(), none);
     }
 }

@@ -15,6 +15,41 @@ fn u(v: &Value) -> u64 {
 
 /// Prints the report of one run to stdout.
 pub fn print(result: &RunResult, kernel_elf: Option<&Path>) {
+    print_records(result, kernel_elf);
+    let exit = result.record("exit").and_then(|e| e["status"].as_str());
+    if let (Some(said), Some(expected)) = (exit, result.outcome.kernel_status_name())
+        && said != expected
+    {
+        println!(
+            "warning: kernel's exit record says '{said}' but QEMU's status means '{expected}'"
+        );
+    }
+    println!(
+        "outcome: {} after {:.1} s wall ({} records)",
+        result.outcome,
+        result.wall.as_secs_f64(),
+        result.records.len()
+    );
+    if result.outcome == Outcome::Timeout || matches!(result.outcome, Outcome::QemuError(_)) {
+        print_tail(result);
+        if !result.stderr.trim().is_empty() {
+            println!("qemu stderr:\n{}", result.stderr.trim());
+        }
+    }
+}
+
+/// The last console lines (when a run ended without saying why).
+pub fn print_tail(result: &RunResult) {
+    let tail: Vec<&String> = result.log.iter().rev().take(15).collect();
+    println!("last console lines:");
+    for l in tail.into_iter().rev() {
+        println!("  | {l}");
+    }
+}
+
+/// The report's body: the header and what every record says, without the
+/// outcome line (a live run and a captured console end differently).
+pub fn print_records(result: &RunResult, kernel_elf: Option<&Path>) {
     println!();
     println!("== schedlab report ==");
     if let Some(b) = result.record("boot") {
@@ -40,13 +75,11 @@ pub fn print(result: &RunResult, kernel_elf: Option<&Path>) {
     for err in result.records_of("error") {
         println!("error: {}", err["message"].as_str().unwrap_or("?"));
     }
-    if let Some(elf) = kernel_elf {
-        if let Some(f) = result.record("fault") {
-            print_fault(result, f, elf);
-        }
-        for stuck in result.records_of("cpu_dump") {
-            print_stuck(result, stuck, elf);
-        }
+    if let Some(f) = result.record("fault") {
+        print_fault(result, f, kernel_elf);
+    }
+    for stuck in result.records_of("cpu_dump") {
+        print_stuck(result, stuck, kernel_elf);
     }
     for v in result.records_of("sim_violation") {
         println!(
@@ -90,30 +123,6 @@ pub fn print(result: &RunResult, kernel_elf: Option<&Path>) {
     }
     for (line, err) in &result.bad_records {
         println!("malformed record ({err}): {line}");
-    }
-    let exit = result.record("exit").and_then(|e| e["status"].as_str());
-    if let (Some(said), Some(expected)) = (exit, result.outcome.kernel_status_name())
-        && said != expected
-    {
-        println!(
-            "warning: kernel's exit record says '{said}' but QEMU's status means '{expected}'"
-        );
-    }
-    println!(
-        "outcome: {} after {:.1} s wall ({} records)",
-        result.outcome,
-        result.wall.as_secs_f64(),
-        result.records.len()
-    );
-    if result.outcome == Outcome::Timeout || matches!(result.outcome, Outcome::QemuError(_)) {
-        let tail: Vec<&String> = result.log.iter().rev().take(15).collect();
-        println!("last console lines:");
-        for l in tail.into_iter().rev() {
-            println!("  | {l}");
-        }
-        if !result.stderr.trim().is_empty() {
-            println!("qemu stderr:\n{}", result.stderr.trim());
-        }
     }
 }
 
@@ -210,7 +219,12 @@ fn print_schbench(s: &Value) {
     }
 }
 
-fn print_fault(result: &RunResult, f: &Value, kernel_elf: &Path) {
+/// Where `addr` is in the kernel, when its ELF is known.
+fn locate(kernel_elf: Option<&Path>, addr: u64, offset: u64) -> Option<String> {
+    symbolize::locate(kernel_elf?, addr, offset)
+}
+
+fn print_fault(result: &RunResult, f: &Value, kernel_elf: Option<&Path>) {
     match f["kind"].as_str() {
         Some("panic") => println!(
             "fault: PANIC on CPU {} at {}:{}: {}",
@@ -233,7 +247,7 @@ fn print_fault(result: &RunResult, f: &Value, kernel_elf: &Path) {
             let offset = result
                 .record("boot")
                 .map_or(0, |b| u(&b["kernel_image_offset"]));
-            if let Some(place) = symbolize::locate(kernel_elf, rip, offset) {
+            if let Some(place) = locate(kernel_elf, rip, offset) {
                 println!("       in {place}");
             }
             if let Some(reason) = f.get("reason").and_then(|r| r.as_str()) {
@@ -245,18 +259,18 @@ fn print_fault(result: &RunResult, f: &Value, kernel_elf: &Path) {
 
 /// A CPU the watchdog found stuck: its RIP, and the stack words that are
 /// kernel code addresses (most likely return addresses, innermost first).
-fn print_stuck(result: &RunResult, s: &Value, kernel_elf: &Path) {
+fn print_stuck(result: &RunResult, s: &Value, kernel_elf: Option<&Path>) {
     let offset = result
         .record("boot")
         .map_or(0, |b| u(&b["kernel_image_offset"]));
     let rip = u(&s["rip"]);
     println!("CPU {} was at RIP {rip:#x}", u(&s["cpu"]));
-    if let Some(place) = symbolize::locate(kernel_elf, rip, offset) {
+    if let Some(place) = locate(kernel_elf, rip, offset) {
         println!("       in {place}");
     }
     let words = s["stack"].as_array().cloned().unwrap_or_default();
     for w in words.iter().filter_map(Value::as_u64) {
-        if let Some(place) = symbolize::locate(kernel_elf, w, offset) {
+        if let Some(place) = locate(kernel_elf, w, offset) {
             println!("    called from {place}");
         }
     }

@@ -6,7 +6,7 @@
 //! Nothing is lost: every line is kept, and every record line is parsed (a
 //! malformed record is reported, not dropped silently).
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
@@ -80,7 +80,20 @@ pub fn strip_ansi(line: &str) -> String {
 
 /// Starts `cmd`, streams its console (echoing it when `echo`), stops it after
 /// `timeout`.
-pub fn run(mut cmd: Command, timeout: Duration, echo: bool) -> Result<RunResult> {
+pub fn run(cmd: Command, timeout: Duration, echo: bool) -> Result<RunResult> {
+    run_logged(cmd, timeout, echo, None)
+}
+
+/// [`run`], also copying the console's raw bytes, exactly as they arrive
+/// (escape sequences, carriage returns and all), to `console` (`run
+/// --console-log FILE`): the same capture a serial cable gives, which
+/// `cargo xtask report --from` turns back into this run's report.
+pub fn run_logged(
+    mut cmd: Command,
+    timeout: Duration,
+    echo: bool,
+    console: Option<std::fs::File>,
+) -> Result<RunResult> {
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -97,7 +110,14 @@ pub fn run(mut cmd: Command, timeout: Duration, echo: bool) -> Result<RunResult>
     let reader = std::thread::spawn(move || {
         let mut r = BufReader::new(stdout);
         let mut buf = Vec::new();
+        let mut console = console;
         while r.read_until(b'\n', &mut buf).is_ok_and(|n| n > 0) {
+            if let Some(f) = &mut console
+                && let Err(e) = f.write_all(&buf)
+            {
+                eprintln!("xtask: error: --console-log: {e}; no longer copying the console");
+                console = None;
+            }
             if tx.send(String::from_utf8_lossy(&buf).into_owned()).is_err() {
                 break;
             }
@@ -197,29 +217,60 @@ fn wait_until(
     }
 }
 
-fn take_line(result: &mut RunResult, raw: &str, echo: bool) {
-    let line = strip_ansi(raw.trim_end_matches('\n'));
+/// One console line, separated: the log text (ANSI escapes and carriage
+/// returns removed; for a record line, what came before the prefix) and the
+/// record it carries, parsed, or the record text and its JSON error.
+#[derive(Debug, PartialEq)]
+pub struct ConsoleLine {
+    pub log: Option<String>,
+    pub record: Option<Result<Value, (String, String)>>,
+}
+
+/// Separates one raw console line (with or without its line ending) into
+/// log text and record: the one parser of the kernel's console, shared by
+/// live QEMU runs and captured logs (`capture`).
+pub fn parse_line(raw: &str) -> ConsoleLine {
+    let line = strip_ansi(raw.trim_end_matches(['\n', '\r']));
     // The prefix may follow firmware noise on the same line; records start at the prefix.
     if let Some(pos) = line.find(RECORD_PREFIX) {
         let json = &line[pos + RECORD_PREFIX.len()..];
-        match serde_json::from_str::<Value>(json) {
-            Ok(v) => result.records.push(v),
-            Err(e) => {
-                if echo {
-                    eprintln!("xtask: malformed record ({e}): {json}");
-                }
-                result.bad_records.push((json.to_string(), e.to_string()));
+        let record =
+            serde_json::from_str::<Value>(json).map_err(|e| (json.to_string(), e.to_string()));
+        let log = (pos > 0).then(|| line[..pos].to_string());
+        return ConsoleLine {
+            log,
+            record: Some(record),
+        };
+    }
+    ConsoleLine {
+        log: Some(line),
+        record: None,
+    }
+}
+
+/// Adds one parsed console line to `result` (echoing it when `echo`).
+pub fn add_line(result: &mut RunResult, line: ConsoleLine, echo: bool) {
+    match line.record {
+        Some(Ok(v)) => result.records.push(v),
+        Some(Err((json, e))) => {
+            if echo {
+                eprintln!("xtask: malformed record ({e}): {json}");
+            }
+            result.bad_records.push((json, e));
+        }
+        None => {
+            if let (true, Some(l)) = (echo, &line.log) {
+                println!("{l}");
             }
         }
-        if pos > 0 {
-            result.log.push(line[..pos].to_string());
-        }
-        return;
     }
-    if echo {
-        println!("{line}");
+    if let Some(l) = line.log {
+        result.log.push(l);
     }
-    result.log.push(line);
+}
+
+fn take_line(result: &mut RunResult, raw: &str, echo: bool) {
+    add_line(result, parse_line(raw), echo);
 }
 
 #[cfg(test)]

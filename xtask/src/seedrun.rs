@@ -120,6 +120,7 @@ pub fn report(seed: &str, full: bool, f: &sweep::Finished, results: Option<&Path
         .map_or("host", |p| match p.clock.as_str() {
             "sim" => "sim",
             "icount" => "icount",
+            "kvm" => "kvm",
             _ => "host",
         });
     let rows = data::for_seed(seed)?;

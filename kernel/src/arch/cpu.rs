@@ -60,23 +60,3 @@ pub fn monitor_mwait(addr: *const u8) {
 pub fn under_hypervisor() -> bool {
     __cpuid(1).ecx & (1 << 31) != 0
 }
-
-/// The hypervisor's vendor signature (CPUID leaf 0x4000_0000, EBX ECX EDX:
-/// "TCGTCGTCGTCG" for QEMU's emulator, "KVMKVMKVM" for KVM, ...), or `None`
-/// on bare metal (no hypervisor bit). Non-printable bytes become '.'.
-pub fn hypervisor_vendor() -> Option<[u8; 12]> {
-    if !under_hypervisor() {
-        return None;
-    }
-    let r = __cpuid(0x4000_0000);
-    let mut v = [0u8; 12];
-    for (i, reg) in [r.ebx, r.ecx, r.edx].into_iter().enumerate() {
-        v[i * 4..i * 4 + 4].copy_from_slice(&reg.to_le_bytes());
-    }
-    for b in &mut v {
-        if !b.is_ascii_graphic() {
-            *b = b'.';
-        }
-    }
-    Some(v)
-}

@@ -6,6 +6,7 @@ pub mod apic;
 pub mod cpu;
 pub mod fpu;
 pub mod gdt;
+pub mod identity;
 pub mod idt;
 pub mod ipi;
 pub mod percpu;

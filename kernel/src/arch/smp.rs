@@ -20,8 +20,11 @@ use crate::mm::frames;
 
 /// Size of each AP's boot stack (which later runs its idle loop).
 const AP_STACK_BYTES: usize = bootcfg::AP_STACK_BYTES;
-/// How long to wait for an AP to report, in ns (TCG is slow; hardware needs ~ms).
-const AP_TIMEOUT_NS: u64 = 2_000_000_000;
+/// How long to wait for an AP to report, in ns: hardware needs ~ms, but under
+/// multi-threaded TCG this is host time, and 384 vCPU threads on a loaded
+/// 2-core host left an AP unstarted after 2 s (2s384-smt preset, host load
+/// 21). Linux's x86 bring-up also allows an AP 10 s.
+const AP_TIMEOUT_NS: u64 = 10_000_000_000;
 
 /// Handed to the AP through the trampoline; lives until the AP reports.
 #[repr(C)]

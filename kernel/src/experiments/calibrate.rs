@@ -591,10 +591,7 @@ pub fn run(m: &Machine, args: &mut workloads::args::Args<'_>) -> Result<ExitCode
     }
     watchdog::disarm();
 
-    let vendor = crate::arch::cpu::hypervisor_vendor();
-    let vendor = vendor
-        .as_ref()
-        .map_or("", |v| core::str::from_utf8(v).unwrap_or(""));
+    let vendor = crate::arch::identity::hypervisor_vendor().unwrap_or_default();
     let refill_json = |r: &[(usize, u64, u64)]| {
         json_array(r, |w, &(kib, cold, warm)| {
             write!(w, "{{\"kib\":{kib},\"cold_ns\":{cold},\"warm_ns\":{warm}}}")
@@ -648,7 +645,7 @@ pub fn run(m: &Machine, args: &mut workloads::args::Args<'_>) -> Result<ExitCode
         .str("clock", "tsc")
         .u64("tsc_hz", m.tsc_hz)
         .bool("hypervisor", crate::arch::cpu::under_hypervisor())
-        .raw("hypervisor_vendor", &json_string(vendor))
+        .raw("hypervisor_vendor", &json_string(&vendor))
         .u64("cpu", a as u64)
         .u64("line_bytes", line as u64)
         .u64("context_switch_ns", ctx)

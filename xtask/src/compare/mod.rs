@@ -58,7 +58,10 @@ pub fn run_clock(r: &RunArgs) -> &'static str {
     match (r.backend, r.icount) {
         (Backend::Sim, _) => "sim",
         (Backend::Qemu, Some(_)) => "icount",
-        (Backend::Qemu, None) => "host",
+        (Backend::Qemu, None) => match crate::accel::resolve_here(r.accel, false) {
+            Ok(crate::accel::Accel::Kvm) => "kvm",
+            _ => "host",
+        },
     }
 }
 
@@ -68,6 +71,9 @@ pub fn clock_meaning(clock: &str) -> &'static str {
         "sim" => "sim (simulated parallel time)",
         "icount" => "QEMU icount (summed instructions of all vCPUs)",
         "host" => "host (multi-threaded TCG on this host)",
+        "kvm" => "kvm (real time on this host's CPUs, virtualised)",
+        "tsc" => "real time (TSC, bare metal)",
+        "vm" => "a virtual machine's TSC (real time, shared host cores)",
         _ => "unknown",
     }
 }
@@ -89,6 +95,15 @@ pub fn launcher_for(run: &RunArgs) -> Result<Option<Launcher>> {
 /// prints its table and the runs it lacks; `--from DIR` only renders.
 /// Exit status 1 when runs are missing or failed.
 pub fn run(args: &CompareArgs) -> Result<i32> {
+    if !args.baseline_log.is_empty() {
+        return crate::capture::compare::run(args);
+    }
+    if let Some(p) = &args.run.console_log {
+        bail!(
+            "--console-log {}: a `run` option; a sweep keeps the console of each failed run in DIR/runs/",
+            p.display()
+        );
+    }
     if let Some(dir) = &args.from {
         let f = sweep::from_dir(dir)?;
         if let Some(seed) = &f.header.seed {

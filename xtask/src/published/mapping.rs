@@ -95,20 +95,24 @@ fn map_001(row: &Row, full: bool) -> Mapping {
             }
         }
         "netperf" => {
-            let test = row.arg_str("test").unwrap_or("?");
-            if test != "TCP_RR" {
-                return not(format!(
-                    "netperf {test}: seed 001's recipe has a TCP_RR part only (the netperf shape has {test}; no part sweeps it)"
-                ));
-            }
+            let part = match row.arg_str("test") {
+                Some("TCP_RR") => "TCP_RR",
+                Some("UDP_RR") => "UDP_RR",
+                other => {
+                    return not(format!(
+                        "netperf {}: seed 001's recipe has TCP_RR and UDP_RR parts only",
+                        other.unwrap_or("?")
+                    ));
+                }
+            };
             let Some(n) = row.arg_u64("instances") else {
                 return not("no instance count");
             };
             if full {
-                cell("TCP_RR", n, None)
+                cell(part, n, None)
             } else {
                 cell(
-                    "TCP_RR",
+                    part,
                     n * CPUS_QUICK / CPUS_001,
                     Some("pairs scaled from 192 to 8 CPUs"),
                 )
@@ -222,12 +226,12 @@ mod tests {
     use crate::seeds;
 
     /// (mapped, not reproduced) per seed, counted by hand from the rows:
-    /// 000: ua active + ua passive; 001: 10 threads rows + 5 TCP_RR rows;
+    /// 000: ua active + ua passive; 001: 10 threads rows + 5 TCP_RR + 5 UDP_RR rows;
     /// 002: 002-03, 002-04 and the three migration rows 002-11..13; 003: groups 1..203 = 12 rows (234, 265, 296
     /// exceed 8192 threads); 004: all 18 rows, 6 tests x 3 placements.
     const EXPECTED: [(&str, usize, usize); 5] = [
         ("000", 2, 6),
-        ("001", 15, 15),
+        ("001", 20, 10),
         ("002", 5, 8),
         ("003", 12, 14),
         ("004", 18, 0),
@@ -283,8 +287,9 @@ mod tests {
             matches!(m("001-25", false), Mapping::Cell { part: "TCP_RR", ref op, .. } if op == "16")
         );
         assert!(matches!(m("001-25", true), Mapping::Cell { ref op, .. } if op == "384"));
+        // 001-30: UDP_RR 384 instances, its own part, scaled the same way.
         assert!(
-            matches!(m("001-30", false), Mapping::NotReproduced(ref w) if w.contains("UDP_RR"))
+            matches!(m("001-30", false), Mapping::Cell { part: "UDP_RR", ref op, .. } if op == "16")
         );
         assert!(
             matches!(m("001-01", false), Mapping::NotReproduced(ref w) if w.contains("process"))
@@ -351,7 +356,7 @@ mod tests {
             }
         }
         assert!(
-            matches!(m("001-30", true), Mapping::NotReproduced(ref w) if w.contains("TCP_RR part only"))
+            matches!(m("001-30", true), Mapping::Cell { part: "UDP_RR", ref op, .. } if op == "384")
         );
     }
 }

@@ -38,6 +38,7 @@ pub fn tables(
             clock: match part.clock.as_str() {
                 "sim" => "sim",
                 "icount" => "icount",
+                "kvm" => "kvm",
                 _ => "host",
             },
             axis: part.axis.clone(),

@@ -1,0 +1,296 @@
+//! Which QEMU accelerator a run uses: TCG (the emulator) or KVM (the host's
+//! CPUs, virtualised).
+//!
+//! KVM is the fast path on a developer's Linux workstation: vCPUs run at
+//! host speed, with the host's caches, so a time means real (virtualised)
+//! time, unlike TCG's emulated one. It cannot count instructions, so
+//! `--icount` (deterministic virtual time) needs TCG. Under KVM the guest
+//! sees `-cpu host`: the host's vendor, model and features, with QEMU's
+//! `-smp` topology in CPUID leaves 0xB/0x1F and 4, so the topology options
+//! mean the same on both accelerators.
+//!
+//! A `/dev/kvm` that opens is not enough: on the machine this project is
+//! developed on it opens, yet QEMU aborts with `-cpu host` ("failed to set
+//! MSR 0x10a") and a guest never runs with `-cpu host,-arch-capabilities`.
+//! So KVM counts as usable only when a test guest runs under it: a 5-byte
+//! boot sector that writes to QEMU's `isa-debug-exit` port, booted by
+//! SeaBIOS with the same `-cpu host` a run uses, must end QEMU with that
+//! port's status within [`PROBE_TIMEOUT`]. The answer is kept in
+//! `target/kvm-probe.txt` for the host's boot and QEMU version, so only
+//! the first run after a reboot or a QEMU upgrade pays for the probe.
+//! `--accel auto` (the default) takes KVM when the probe passes and no
+//! `--icount` is asked for, TCG otherwise; `--accel kvm` is an error naming
+//! the probe's failure.
+
+use std::path::Path;
+
+use anyhow::{Result, bail};
+
+/// What the user asked for (`--accel`).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum AccelChoice {
+    /// KVM when /dev/kvm is usable and --icount is not given, else TCG.
+    #[default]
+    Auto,
+    /// QEMU's emulator (multi-threaded, or single-threaded under --icount).
+    Tcg,
+    /// Hardware virtualisation; an error when /dev/kvm is not usable.
+    Kvm,
+}
+
+/// The accelerator a run actually uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Accel {
+    Tcg,
+    Kvm,
+}
+
+/// Why `/dev/kvm` at `dev` cannot be used, or `None` when it can.
+pub fn kvm_unusable(dev: &Path) -> Option<String> {
+    match std::fs::OpenOptions::new().read(true).write(true).open(dev) {
+        Ok(_) => None,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Some(format!(
+            "{} does not exist: the CPU has no VT-x/AMD-V, it is disabled in the firmware, \
+             the kvm_intel/kvm_amd module is not loaded, or this is a VM without nested \
+             virtualisation",
+            dev.display()
+        )),
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => Some(format!(
+            "{} is not readable and writable by this user (add the user to the 'kvm' group: \
+             sudo adduser $USER kvm, then log in again)",
+            dev.display()
+        )),
+        Err(e) => Some(format!("{} cannot be opened: {e}", dev.display())),
+    }
+}
+
+/// Resolves `choice` for a run with or without `--icount`; `kvm` says
+/// whether KVM is usable here (`Err` with the reason when not). An explicit
+/// `kvm` that cannot work is an error naming why.
+pub fn resolve(
+    choice: AccelChoice,
+    icount: bool,
+    kvm: impl FnOnce() -> std::result::Result<(), String>,
+) -> Result<Accel> {
+    match choice {
+        AccelChoice::Tcg => Ok(Accel::Tcg),
+        AccelChoice::Auto if icount => Ok(Accel::Tcg),
+        AccelChoice::Auto => Ok(match kvm() {
+            Ok(()) => Accel::Kvm,
+            Err(_) => Accel::Tcg,
+        }),
+        AccelChoice::Kvm if icount => bail!(
+            "--accel kvm with --icount: instruction counting (deterministic virtual time) is a \
+             TCG feature; drop --icount for KVM's real time, or use --accel tcg"
+        ),
+        AccelChoice::Kvm => match kvm() {
+            Ok(()) => Ok(Accel::Kvm),
+            Err(why) => bail!("--accel kvm: {why}; or use --accel tcg"),
+        },
+    }
+}
+
+/// The accelerator on this machine: `/dev/kvm` and, when it opens, the
+/// test guest ([`kvm_usable`]).
+pub fn resolve_here(choice: AccelChoice, icount: bool) -> Result<Accel> {
+    resolve(choice, icount, kvm_usable)
+}
+
+/// How long the test guest may take under KVM (SeaBIOS reaches the boot
+/// sector in well under a second on hardware virtualisation).
+pub const PROBE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// A boot sector: `mov al, 0x31; out 0xf4, al; hlt; jmp $-1`, then the
+/// 0x55AA signature. QEMU's `isa-debug-exit` ends with status
+/// `(0x31 << 1) | 1` = 99. The disk image is padded to [`PROBE_DISK`]:
+/// SeaBIOS finds no bootable device on a 512-byte disk.
+const PROBE_DISK: u64 = 1 << 20;
+
+fn probe_sector() -> Vec<u8> {
+    let mut s = vec![0xB0, 0x31, 0xE6, 0xF4, 0xF4, 0xEB, 0xFD];
+    s.resize(510, 0);
+    s.extend_from_slice(&[0x55, 0xAA]);
+    s
+}
+
+/// Whether KVM runs a guest here: `/dev/kvm` opens read-write and the test
+/// guest runs (cached per host boot and QEMU version). `Err` says why not.
+pub fn kvm_usable() -> std::result::Result<(), String> {
+    if let Some(why) = kvm_unusable(Path::new("/dev/kvm")) {
+        return Err(why);
+    }
+    let Some(version) = crate::qemu_version::installed() else {
+        return Err("QEMU is not installed yet, so KVM was not tried".into());
+    };
+    let boot_id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
+    let key = format!("{} qemu {version}", boot_id.trim());
+    let cache = crate::build::target_dir().join("kvm-probe.txt");
+    if let Ok(text) = std::fs::read_to_string(&cache)
+        && let Some((k, answer)) = text.split_once('\n')
+        && k == key
+    {
+        return match answer.trim_end() {
+            "ok" => Ok(()),
+            why => Err(why.to_string()),
+        };
+    }
+    let answer = probe();
+    let _ = std::fs::create_dir_all(crate::build::target_dir());
+    let tmp = cache.with_extension(format!("tmp{}", std::process::id()));
+    let text = format!("{key}\n{}\n", answer.as_ref().err().map_or("ok", |w| w));
+    if std::fs::write(&tmp, text).is_ok() {
+        let _ = std::fs::rename(&tmp, &cache);
+    }
+    answer
+}
+
+/// Boots [`probe_sector`] under KVM with `-cpu host`.
+fn probe() -> std::result::Result<(), String> {
+    run_test_guest(&["-accel", "kvm", "-cpu", "host"])
+}
+
+/// Boots [`probe_sector`] with `accel` (QEMU arguments choosing the
+/// accelerator and CPU); `Ok` when it ends QEMU with status 99.
+fn run_test_guest(accel: &[&str]) -> std::result::Result<(), String> {
+    use std::io::Read as _;
+    let dir = std::env::temp_dir().join(format!("schedlab-kvm-probe-{}", std::process::id()));
+    let img = dir.join("probe.img");
+    std::fs::create_dir_all(&dir)
+        .and_then(|()| std::fs::write(&img, probe_sector()))
+        .and_then(|()| std::fs::File::options().write(true).open(&img))
+        .and_then(|f| f.set_len(PROBE_DISK))
+        .map_err(|e| format!("writing the KVM test guest to {}: {e}", img.display()))?;
+    let mut cmd = std::process::Command::new("qemu-system-x86_64");
+    cmd.args(["-machine", "q35", "-m", "64M"])
+        .args(accel)
+        .args(["-nodefaults", "-display", "none", "-no-reboot"])
+        .arg("-drive")
+        .arg(format!("format=raw,file={}", img.display()))
+        .args(["-device", "isa-debug-exit,iobase=0xf4,iosize=0x04"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    crate::cleanup::tie_to_xtask(&mut cmd);
+    let answer = match cmd.spawn() {
+        Err(e) => Err(format!(
+            "starting qemu-system-x86_64 for the KVM test guest: {e}"
+        )),
+        Ok(mut child) => {
+            crate::cleanup::register_qemu(child.id());
+            let start = std::time::Instant::now();
+            let status = loop {
+                match child.try_wait() {
+                    Ok(Some(st)) => break Some(st),
+                    Ok(None) if start.elapsed() < PROBE_TIMEOUT => {
+                        std::thread::sleep(std::time::Duration::from_millis(50))
+                    }
+                    _ => {
+                        let _ = child.kill();
+                        let _ = child.wait();
+                        break None;
+                    }
+                }
+            };
+            crate::cleanup::unregister_qemu(child.id());
+            let mut err = String::new();
+            if let Some(mut e) = child.stderr.take() {
+                let _ = e.read_to_string(&mut err);
+            }
+            let last = err.lines().rfind(|l| !l.trim().is_empty()).unwrap_or("");
+            match status.and_then(|s| s.code()) {
+                Some(99) => Ok(()),
+                _ if status.is_none() => Err(format!(
+                    "/dev/kvm opens, but a test guest did not run under KVM within {} s \
+                     (QEMU {})",
+                    PROBE_TIMEOUT.as_secs(),
+                    accel.join(" ")
+                )),
+                _ => Err(format!(
+                    "/dev/kvm opens, but QEMU could not run a test guest under KVM \
+                     ({}, {}): {last}",
+                    accel.join(" "),
+                    status.map_or("no status".into(), |s| s.to_string())
+                )),
+            }
+        }
+    };
+    let _ = std::fs::remove_dir_all(&dir);
+    answer
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn works() -> std::result::Result<(), String> {
+        Ok(())
+    }
+    fn broken() -> std::result::Result<(), String> {
+        Err("no KVM here".into())
+    }
+
+    #[test]
+    fn tcg_is_taken_when_asked_for_under_icount_or_when_kvm_does_not_work() {
+        assert_eq!(resolve(AccelChoice::Tcg, false, works).unwrap(), Accel::Tcg);
+        assert_eq!(
+            resolve(AccelChoice::Auto, false, broken).unwrap(),
+            Accel::Tcg
+        );
+        assert_eq!(resolve(AccelChoice::Auto, true, works).unwrap(), Accel::Tcg);
+    }
+
+    #[test]
+    fn auto_takes_kvm_when_it_works_and_not_under_icount() {
+        assert_eq!(
+            resolve(AccelChoice::Auto, false, works).unwrap(),
+            Accel::Kvm
+        );
+        assert_eq!(resolve(AccelChoice::Kvm, false, works).unwrap(), Accel::Kvm);
+    }
+
+    #[test]
+    fn explicit_kvm_errors_name_the_reason() {
+        let e = resolve(AccelChoice::Kvm, false, broken)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("no KVM here") && e.contains("--accel tcg"),
+            "{e}"
+        );
+        let e = resolve(AccelChoice::Kvm, true, works)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--icount"), "{e}");
+    }
+
+    #[test]
+    fn a_device_that_cannot_be_opened_says_why() {
+        let e = kvm_unusable(Path::new("/nonexistent/kvm")).unwrap();
+        assert!(e.contains("/nonexistent/kvm does not exist"), "{e}");
+        assert!(kvm_unusable(Path::new("/dev/null")).is_none());
+    }
+
+    #[test]
+    fn the_test_guest_is_one_boot_sector_that_writes_the_exit_port() {
+        let s = probe_sector();
+        assert_eq!(s.len(), 512);
+        assert_eq!(&s[510..], &[0x55, 0xAA]);
+        // out 0xf4, al with al = 0x31: QEMU exits with (0x31 << 1) | 1.
+        assert_eq!(&s[..4], &[0xB0, 0x31, 0xE6, 0xF4]);
+        assert_eq!((0x31 << 1) | 1, 99);
+    }
+
+    /// The same guest under TCG: proves the probe can pass (a probe that
+    /// always failed would silently keep every workstation on TCG).
+    #[test]
+    fn the_test_guest_ends_qemu_with_99_under_tcg() {
+        if crate::qemu_version::installed().is_none() {
+            crate::skips::record(
+                "accel::the_test_guest_ends_qemu_with_99_under_tcg",
+                "QEMU is not installed",
+            );
+            return;
+        }
+        run_test_guest(&["-accel", "tcg", "-cpu", "max"]).unwrap();
+    }
+}
