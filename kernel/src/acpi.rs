@@ -3,6 +3,11 @@
 //!
 //! The RSDP address comes from the bootloader (BIOS scan or UEFI config
 //! table); when it is missing, the BIOS area is scanned as Linux does.
+//!
+//! The clock hardware that the TSC calibration can use (ACPI PM timer from
+//! the FADT, HPET from its table) is found with the `acpi` crate
+//! ([`clock_hardware`]), which reads those two tables correctly; the
+//! topology tables stay with `topology::acpi` (docs/topology.md says why).
 
 use alloc::string::String;
 use alloc::vec::Vec;
@@ -41,6 +46,90 @@ pub struct AcpiInfo {
     pub firmware: Firmware,
     /// Signatures of every table the root table lists.
     pub tables: Vec<String>,
+    /// Timers the TSC can be calibrated against.
+    pub clock: ClockHardware,
+}
+
+/// The ACPI power-management timer (3.579545 MHz), as the FADT gives it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PmTimer {
+    /// I/O port of the PM_TMR register.
+    pub port: u16,
+    /// Counter width: 24 or 32 bits (FADT flag TMR_VAL_EXT).
+    pub bits: u8,
+}
+
+/// Timers found in the ACPI tables.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ClockHardware {
+    /// From the FADT; `None` when it has no (I/O-space) PM timer.
+    pub pm_timer: Option<PmTimer>,
+    /// Physical address of the HPET's register block (HPET table).
+    pub hpet: Option<u64>,
+}
+
+/// Offset of the base address's address-space id in the HPET table (after
+/// the 36-byte header and the 4-byte event timer block id).
+const HPET_ADDRESS_SPACE_OFFSET: usize = 40;
+
+/// Finds the PM timer (FADT) and the HPET (HPET table) with the `acpi` crate.
+/// A table that is absent or unusable leaves its timer `None` and adds a
+/// warning; none of this is fatal, since the PIT is always there.
+/// `hpet_table`: the HPET table's bytes as `topology::acpi` loaded them; the
+/// crate asserts (panics) on an HPET outside memory space, so that case is
+/// ruled out here first.
+pub fn clock_hardware(
+    rsdp: u64,
+    hpet_table: Option<&[u8]>,
+    phys_offset: u64,
+    phys_limit: u64,
+) -> (ClockHardware, Vec<String>) {
+    use ::acpi::address::AddressSpace;
+    use ::acpi::fadt::Fadt;
+
+    let mut clock = ClockHardware::default();
+    let mut warnings = Vec::new();
+    let tables = match crate::mm::acpi_window::tables(rsdp, phys_offset, phys_limit) {
+        Ok(t) => t,
+        Err(e) => {
+            warnings.push(alloc::format!("acpi crate: tables: {e:?}"));
+            return (clock, warnings);
+        }
+    };
+    match tables.find_table::<Fadt>() {
+        Ok(fadt) => match fadt.pm_timer_block() {
+            Ok(Some(block))
+                if block.address_space == AddressSpace::SystemIo && block.address <= 0xFFFF =>
+            {
+                // A copy: `flags` is a field of a packed struct.
+                let flags = fadt.flags;
+                clock.pm_timer = Some(PmTimer {
+                    port: block.address as u16,
+                    bits: if flags.pm_timer_is_32_bit() { 32 } else { 24 },
+                });
+            }
+            Ok(Some(block)) => warnings.push(alloc::format!(
+                "FADT: PM timer at {:#x} in {:?} space, not an I/O port: not used",
+                block.address,
+                block.address_space
+            )),
+            Ok(None) => {}
+            Err(e) => warnings.push(alloc::format!("FADT: PM timer block: {e:?}")),
+        },
+        Err(e) => warnings.push(alloc::format!("FADT: {e:?}")),
+    }
+    match hpet_table.map(|t| t.get(HPET_ADDRESS_SPACE_OFFSET)) {
+        None => {}
+        Some(Some(0)) => match ::acpi::HpetInfo::new(&tables) {
+            Ok(info) if info.base_address != 0 => clock.hpet = Some(info.base_address as u64),
+            Ok(_) => warnings.push("HPET table: base address 0: not used".into()),
+            Err(e) => warnings.push(alloc::format!("HPET table: {e:?}")),
+        },
+        Some(space) => warnings.push(alloc::format!(
+            "HPET table: registers not in memory space (address space id {space:?}): not used"
+        )),
+    }
+    (clock, warnings)
 }
 
 /// Locates and parses the tables. Warnings are logged; errors are returned as
@@ -69,9 +158,14 @@ pub fn probe(rsdp: Option<u64>, phys_offset: u64, phys_limit: u64) -> Result<Acp
         .iter()
         .map(|(_, sig, _)| String::from_utf8_lossy(sig).into_owned())
         .collect();
+    let (clock, warnings) = clock_hardware(rsdp, tables.find(*b"HPET"), phys_offset, phys_limit);
+    for w in &warnings {
+        log::warn!("ACPI: {w}");
+    }
     Ok(AcpiInfo {
         rsdp,
         firmware,
         tables: names,
+        clock,
     })
 }

@@ -8,9 +8,10 @@ use core::sync::atomic::{AtomicBool, Ordering};
 use topology::acpi::Firmware;
 use topology::{SchedDomains, Topology};
 
+use crate::acpi::ClockHardware;
 use crate::arch::apic::{self, TimerSetup};
 use crate::arch::smp::{self, ApStatus};
-use crate::arch::time::{self, TscSource};
+use crate::arch::time::{self, Calibration};
 use crate::arch::{percpu, timer};
 
 /// Everything known about the running machine after bring-up.
@@ -19,8 +20,8 @@ pub struct Machine {
     pub domains: SchedDomains,
     /// Start-up result of every AP, in logical order (cpu 1, 2, ...).
     pub aps: Vec<ApStatus>,
-    pub tsc_hz: u64,
-    pub tsc_source: TscSource,
+    /// TSC frequency, where it came from, and the CPU's clock facts.
+    pub tsc: Calibration,
     pub timer: TimerSetup,
     pub hz: u32,
     /// TSC time from reset (TSC = 0) to every AP online or given up, ns.
@@ -132,15 +133,17 @@ fn align_to_virtual_clock() {
 }
 
 /// Brings up every CPU the MADT lists and builds the topology. Errors are
-/// messages naming the table or CPU at fault. `icount`: running under QEMU
-/// `-icount`; the bring-up is aligned to its virtual clock first.
+/// messages naming the table or CPU at fault. `clock`: the timers the TSC
+/// can be calibrated against. `icount`: running under QEMU `-icount`; the
+/// bring-up is aligned to its virtual clock first.
 pub fn bring_up(
     fw: &Firmware,
+    clock: &ClockHardware,
     phys_offset: u64,
     hz: u32,
     icount: bool,
 ) -> Result<Machine, alloc::string::String> {
-    let (tsc_hz, tsc_source) = time::init();
+    let tsc = time::init(clock, phys_offset, icount);
     apic::init_bsp(phys_offset);
     if icount {
         align_to_virtual_clock();
@@ -198,8 +201,7 @@ pub fn bring_up(
         topology: topo,
         domains,
         aps,
-        tsc_hz,
-        tsc_source,
+        tsc,
         timer: timer_setup,
         hz,
         reset_to_online_ns,

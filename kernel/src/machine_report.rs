@@ -36,8 +36,10 @@ pub fn emit_smp(m: &Machine) {
         .u64("reset_to_all_online_ns", m.reset_to_online_ns)
         .u64("kernel_to_all_online_ns", m.kernel_to_online_ns)
         .str("apic_mode", if m.x2apic { "x2apic" } else { "xapic" })
-        .u64("tsc_hz", m.tsc_hz)
-        .str("tsc_source", m.tsc_source.name())
+        .u64("tsc_hz", m.tsc.hz)
+        .str("tsc_source", m.tsc.source.name())
+        .bool("tsc_invariant", m.tsc.invariant)
+        .u64("cpuid_base_mhz", m.tsc.cpuid_base_mhz as u64)
         .str(
             "timer_mode",
             if m.timer.tsc_deadline {

@@ -77,7 +77,13 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
         Err(msg) => fail("acpi", &msg),
     };
     print_banner(&mem, &acpi, &cfg, boot_info);
-    let machine = match machine::bring_up(&acpi.firmware, mem.phys_offset, cfg.hz, cfg.icount) {
+    let machine = match machine::bring_up(
+        &acpi.firmware,
+        &acpi.clock,
+        mem.phys_offset,
+        cfg.hz,
+        cfg.icount,
+    ) {
         Ok(m) => m,
         Err(msg) => fail("topology", &msg),
     };
@@ -89,8 +95,8 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
         1 + machine.aps.iter().filter(|a| a.online).count(),
         machine.topology.nr_cpus(),
         machine.reset_to_online_ns / 1_000_000,
-        machine.tsc_hz / 1_000_000,
-        machine.tsc_source.name(),
+        machine.tsc.hz / 1_000_000,
+        machine.tsc.source.name(),
         machine.hz,
         if machine.timer.tsc_deadline {
             "TSC-deadline"
@@ -208,6 +214,16 @@ fn print_banner(mem: &mm::MemoryInfo, acpi: &acpi::AcpiInfo, cfg: &BootConfig, b
             None => alloc::string::String::from("no hypervisor (bare metal)"),
         }
     );
+    log::info!(
+        "ACPI clocks: PM timer {} | HPET {}",
+        acpi.clock.pm_timer.map_or_else(
+            || "none".into(),
+            |t| alloc::format!("port {:#x}, {} bits", t.port, t.bits)
+        ),
+        acpi.clock
+            .hpet
+            .map_or_else(|| "none".into(), |a| alloc::format!("at {a:#x}")),
+    );
     Record::new("boot")
         .str("version", env!("CARGO_PKG_VERSION"))
         .str("firmware", mem.firmware.name())
@@ -219,6 +235,27 @@ fn print_banner(mem: &mm::MemoryInfo, acpi: &acpi::AcpiInfo, cfg: &BootConfig, b
         .u64("madt_cpus", madt_cpus as u64)
         .raw("acpi_tables", &alloc::format!("{:?}", acpi.tables))
         .u64("rsdp", acpi.rsdp)
+        .raw(
+            "pm_timer_port",
+            &acpi
+                .clock
+                .pm_timer
+                .map_or_else(|| "null".into(), |t| alloc::format!("{}", t.port)),
+        )
+        .raw(
+            "pm_timer_bits",
+            &acpi
+                .clock
+                .pm_timer
+                .map_or_else(|| "null".into(), |t| alloc::format!("{}", t.bits)),
+        )
+        .raw(
+            "hpet_address",
+            &acpi
+                .clock
+                .hpet
+                .map_or_else(|| "null".into(), |a| alloc::format!("{a}")),
+        )
         .str("experiment", &cfg.experiment)
         .str("label", &cfg.label)
         .u64("kernel_image_offset", bi.kernel_image_offset)

@@ -4,7 +4,6 @@
 //! x2APIC is used whenever the CPU has it (real servers with more than 255
 //! CPUs need it); QEMU's TCG has none, so xAPIC is what the tests exercise.
 
-use core::arch::x86_64::__cpuid;
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use x86_64::registers::model_specific::Msr;
@@ -50,12 +49,12 @@ static TSC_DEADLINE: AtomicBool = AtomicBool::new(false);
 
 /// Whether the CPU supports x2APIC mode (CPUID.1:ECX[21]).
 pub fn has_x2apic() -> bool {
-    __cpuid(1).ecx & (1 << 21) != 0
+    super::cpu::features().has_x2apic()
 }
 
 /// Whether the APIC timer supports TSC-deadline mode (CPUID.1:ECX[24]).
 pub fn has_tsc_deadline() -> bool {
-    __cpuid(1).ecx & (1 << 24) != 0
+    super::cpu::features().has_tsc_deadline()
 }
 
 fn read(reg: u32) -> u32 {

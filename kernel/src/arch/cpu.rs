@@ -1,18 +1,35 @@
-//! Small CPU helpers: identity from CPUID, halting, control registers.
+//! Small CPU helpers: identity and features from CPUID, halting, control
+//! registers.
+//!
+//! CPUID feature bits are read with the `raw-cpuid` crate, which names every
+//! bit; the topology leaves are decoded by the project's own
+//! `topology::cpuid` (docs/topology.md, "Why the project's own parsers").
 
-use core::arch::x86_64::{__cpuid, __cpuid_count};
+use raw_cpuid::CpuId;
 
 /// Initial APIC id of the executing CPU (x2APIC id from leaf 0xB when present,
 /// else the 8-bit id from leaf 1). Works before per-CPU data exists.
 pub fn apic_id() -> u32 {
-    let max_leaf = __cpuid(0).eax;
-    if max_leaf >= 0xB {
-        let r = __cpuid_count(0xB, 0);
-        if r.ebx != 0 {
-            return r.edx;
-        }
+    let cpuid = CpuId::new();
+    // Only the first level (sub-leaf 0) is read: its EDX is the x2APIC id.
+    // A leaf 0xB whose first level has no logical processors is not valid.
+    if let Some(level) = cpuid
+        .get_extended_topology_info()
+        .and_then(|mut levels| levels.next())
+        .filter(|l| l.processors() != 0)
+    {
+        return level.x2apic_id();
     }
-    __cpuid(1).ebx >> 24
+    cpuid
+        .get_feature_info()
+        .map_or(0, |f| f.initial_local_apic_id() as u32)
+}
+
+/// CPUID leaf 1 feature bits (every x86_64 CPU has leaf 1).
+pub fn features() -> raw_cpuid::FeatureInfo {
+    CpuId::new()
+        .get_feature_info()
+        .expect("CPUID leaf 1 exists on every x86_64 CPU")
 }
 
 /// Stops this CPU for good: interrupts off, `hlt` in a loop (NMIs resume it).
@@ -30,7 +47,7 @@ pub fn cr2() -> u64 {
 
 /// Whether MONITOR/MWAIT exist (CPUID.1:ECX[3]).
 pub fn has_monitor_mwait() -> bool {
-    __cpuid(1).ecx & (1 << 3) != 0
+    features().has_monitor_mwait()
 }
 
 /// Arms address monitoring on the cache line holding `addr`, then enables
@@ -58,5 +75,5 @@ pub fn monitor_mwait(addr: *const u8) {
 
 /// Whether CPUID says we run under a hypervisor or emulator (CPUID.1:ECX[31]).
 pub fn under_hypervisor() -> bool {
-    __cpuid(1).ecx & (1 << 31) != 0
+    features().has_hypervisor()
 }

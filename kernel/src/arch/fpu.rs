@@ -29,7 +29,6 @@
 //! enabled (no XSAVE, CR4.OSXSAVE stays 0): a VEX instruction raises #UD.
 
 use alloc::boxed::Box;
-use core::arch::x86_64::__cpuid;
 use core::cell::UnsafeCell;
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -148,16 +147,21 @@ fn counters() -> &'static Counters {
 /// include the SSE state, SSE instructions allowed), OSXMMEXCPT = 1 (unmasked
 /// SIMD exceptions raise #XM). Fails if CPUID lacks FPU, FXSR, SSE or SSE2.
 pub fn init_this_cpu() -> Result<(), alloc::string::String> {
-    let edx = __cpuid(1).edx;
-    let need = [(0, "FPU"), (24, "FXSR"), (25, "SSE"), (26, "SSE2")];
+    let f = super::cpu::features();
+    let need = [
+        (f.has_fpu(), "FPU"),
+        (f.has_fxsave_fxstor(), "FXSR"),
+        (f.has_sse(), "SSE"),
+        (f.has_sse2(), "SSE2"),
+    ];
     let missing: alloc::vec::Vec<&str> = need
         .iter()
-        .filter(|(bit, _)| edx & (1 << bit) == 0)
+        .filter(|(has, _)| !has)
         .map(|&(_, name)| name)
         .collect();
     if !missing.is_empty() {
         return Err(alloc::format!(
-            "CPU {} lacks {} (CPUID.1:EDX = {edx:#010x}): saving thread FPU/SSE state needs x87, FXSAVE/FXRSTOR, SSE and SSE2",
+            "CPU {} lacks {} (CPUID.1:EDX): saving thread FPU/SSE state needs x87, FXSAVE/FXRSTOR, SSE and SSE2",
             percpu::cpu_index(),
             missing.join(", ")
         ));

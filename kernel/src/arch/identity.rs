@@ -24,10 +24,9 @@ fn ascii(bytes: &[u8], out: &mut alloc::string::String) {
 
 /// The CPU vendor id of leaf 0 ("GenuineIntel", "AuthenticAMD", ...).
 pub fn vendor() -> alloc::string::String {
-    let r = __cpuid(0);
     let mut s = alloc::string::String::new();
-    for reg in [r.ebx, r.edx, r.ecx] {
-        ascii(&reg.to_le_bytes(), &mut s);
+    if let Some(v) = raw_cpuid::CpuId::new().get_vendor_info() {
+        ascii(v.as_str().as_bytes(), &mut s);
     }
     s
 }
@@ -36,20 +35,16 @@ pub fn vendor() -> alloc::string::String {
 /// the CPU lacks those leaves.
 pub fn brand() -> alloc::string::String {
     let mut s = alloc::string::String::new();
-    if __cpuid(0x8000_0000).eax < 0x8000_0004 {
-        return s;
-    }
-    for leaf in 0x8000_0002..=0x8000_0004u32 {
-        let r = __cpuid(leaf);
-        for reg in [r.eax, r.ebx, r.ecx, r.edx] {
-            ascii(&reg.to_le_bytes(), &mut s);
-        }
+    if let Some(b) = raw_cpuid::CpuId::new().get_processor_brand_string() {
+        ascii(b.as_str().as_bytes(), &mut s);
     }
     alloc::string::String::from(s.trim())
 }
 
 /// The hypervisor's signature from leaf 0x4000_0000, when CPUID.1:ECX[31]
-/// says there is one; None on bare metal.
+/// says there is one; None on bare metal. Read by hand: raw-cpuid 11 maps
+/// the signature to an enum (`HypervisorInfo::identify`) and does not give
+/// the twelve bytes, which the record keeps verbatim.
 pub fn hypervisor_vendor() -> Option<alloc::string::String> {
     if !super::cpu::under_hypervisor() {
         return None;

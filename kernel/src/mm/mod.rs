@@ -5,6 +5,7 @@
 //! page-table edits needed); the remaining usable RAM, including low memory
 //! for the AP start-up trampoline, is handed out as 4 KiB frames.
 
+pub mod acpi_window;
 pub mod frames;
 pub mod heap;
 pub mod mmio;
