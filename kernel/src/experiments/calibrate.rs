@@ -643,7 +643,7 @@ pub fn run(m: &Machine, args: &mut workloads::args::Args<'_>) -> Result<ExitCode
     Record::new("calibrate")
         .u64("rounds", rounds as u64)
         .str("clock", "tsc")
-        .u64("tsc_hz", m.tsc_hz)
+        .u64("tsc_hz", m.tsc.hz)
         .bool("hypervisor", crate::arch::cpu::under_hypervisor())
         .raw("hypervisor_vendor", &json_string(&vendor))
         .u64("cpu", a as u64)
