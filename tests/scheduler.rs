@@ -1,6 +1,8 @@
 //! The scheduler running for real: the stress experiment's books balance on
 //! a small SMP machine (debug kernel, so the core's debug assertions run),
-//! the latency experiment measures every placement, and the watchdog catches
+//! the latency experiment measures every placement, the calibrate experiment
+//! emits every measurement a cost profile needs (and the profile built from
+//! its records loads), and the watchdog catches
 //! a stuck CPU and a deadlock with a readable report; threads keep their
 //! x87/SSE registers across preemption and migration (`fpu-check`).
 
@@ -71,6 +73,72 @@ fn latency_measures_every_placement() {
         assert!(0 < p50 && p50 <= p99 && p99 <= max, "{p}");
     }
     assert!(u(&l["ctx_switch_ns"]) > 0);
+}
+
+#[test]
+fn calibrate_measures_every_distance_and_makes_a_profile() {
+    let mut b = Boot::new("calibrate");
+    b.machine = small_smp();
+    b.args = "rounds:60,chase_mib:4";
+    b.timeout = Duration::from_secs(300);
+    let r = b.expect(Outcome::Success);
+    for ty in ["boot", "smp", "topology", "calibrate", "exit"] {
+        assert!(r.record(ty).is_some(), "no {ty} record");
+    }
+    assert_eq!(r.record("boot").unwrap()["icount"], false);
+    let c = r.record("calibrate").unwrap();
+    assert_eq!(c["hypervisor"], true, "{c}");
+    assert_eq!(c["hypervisor_vendor"], "TCGTCGTCGTCG", "{c}");
+    for key in [
+        "context_switch_ns",
+        "pipe_call_ns",
+        "semaphore_op_ns",
+        "spawn_ns",
+        "compute_unit_ps",
+        "smt_shared_speed_milli",
+    ] {
+        assert!(u(&c[key]) > 0, "{key}: {c}");
+    }
+    // 2 sockets x 1 core x 2 threads, one node per socket: an SMT sibling
+    // and a CPU on the other node, nothing in between.
+    let dists = c["distances"].as_array().unwrap();
+    let names: Vec<&str> = dists
+        .iter()
+        .map(|d| d["distance"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["smt", "remote"]);
+    for d in dists {
+        for key in [
+            "wake_up_ns",
+            "wakeup_latency_ns",
+            "ipi_busy_ns",
+            "ipi_idle_ns",
+            "line_ns",
+        ] {
+            assert!(u(&d[key]) > 0, "{key}: {d}");
+        }
+        let kib: Vec<u64> = d["refill"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| {
+                assert!(u(&x["cold_ns"]) > 0 && u(&x["warm_ns"]) > 0, "{x}");
+                u(&x["kib"])
+            })
+            .collect();
+        assert_eq!(kib, [32, 256, 2048]);
+    }
+    assert_eq!(c["same_cpu"]["refill"].as_array().unwrap().len(), 3);
+    let mem = &c["memory"];
+    // QEMU's SRAT: node 0 below 640 KiB and above 1 MiB, node 1.
+    assert!(u(&mem["node_ranges"]) >= 2, "{mem}");
+    assert_eq!(u(&mem["bytes"]), 4 << 20);
+    let from = mem["from"].as_array().unwrap();
+    assert_eq!(from.len(), 2, "a chase from each node: {mem}");
+    assert!(from.iter().all(|f| u(&f["ns_per_hop"]) > 0), "{mem}");
+    // The records make a profile the simulator loads, labelled as emulation.
+    let toml = xtask::calibration::profile_toml(&r.records, "test").unwrap();
+    assert!(toml.contains("Clock source: QEMU TCG"), "{toml}");
 }
 
 #[test]

@@ -31,6 +31,56 @@ pub struct Machine {
     pub x2apic: bool,
     /// Number of topology warnings logged.
     pub warnings: usize,
+    /// Physical memory ranges of each node, from the SRAT's enabled memory
+    /// entries whose proximity domain has CPUs (empty without an SRAT).
+    pub memory_nodes: Vec<MemoryNode>,
+    /// Virtual address at which physical memory is mapped (the heap lives
+    /// in that window, so a heap address minus this is its physical address).
+    pub phys_offset: u64,
+}
+
+/// A physical memory range and the node (dense, as in the topology) it
+/// belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemoryNode {
+    pub base: u64,
+    pub length: u64,
+    pub node: u32,
+}
+
+impl Machine {
+    /// The node holding physical range `[phys, phys + len)`, if one SRAT
+    /// memory range covers all of it.
+    pub fn node_of_range(&self, phys: u64, len: u64) -> Option<u32> {
+        self.memory_nodes
+            .iter()
+            .find(|r| phys >= r.base && phys + len <= r.base + r.length)
+            .map(|r| r.node)
+    }
+}
+
+/// Node of each enabled SRAT memory range: its proximity domain mapped to the
+/// topology's node numbering through the CPUs of that domain.
+fn memory_nodes(fw: &Firmware, topo: &Topology) -> Vec<MemoryNode> {
+    let Some(srat) = fw.srat.as_ref() else {
+        return Vec::new();
+    };
+    srat.memory
+        .iter()
+        .filter(|m| m.enabled && m.length > 0)
+        .filter_map(|m| {
+            let node = topo
+                .cpus
+                .iter()
+                .find(|c| srat.domain_of(c.apic_id) == Some(m.proximity_domain))?
+                .node;
+            Some(MemoryNode {
+                base: m.base,
+                length: m.length,
+                node,
+            })
+        })
+        .collect()
 }
 
 impl Machine {
@@ -144,7 +194,10 @@ pub fn bring_up(
         }
     }
     let domains = topology::build_sched_domains(&topo);
+    let memory_nodes = memory_nodes(fw, &topo);
     Ok(Machine {
+        memory_nodes,
+        phys_offset,
         topology: topo,
         domains,
         aps,

@@ -59,6 +59,18 @@ pub enum Cmd {
     },
     /// List the experiments and topology presets.
     List,
+    /// Turn the log of a `calibrate` run (a bare-metal serial capture, or a
+    /// QEMU run's `--results` file) into a simulator cost profile (TOML for
+    /// `--backend sim --profile FILE`); unmeasured parameters keep the
+    /// built-in profile's values, each commented as such.
+    Profile {
+        /// The console log or results file of `--experiment calibrate`.
+        #[arg(long, value_name = "LOG")]
+        from: PathBuf,
+        /// Where to write the profile (default: standard output).
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+    },
     /// Host benchmarks of the scheduler core (enqueue/pick/dequeue vs a naive
     /// baseline, select_task_rq on the 160-CPU topology), side by side.
     Bench,

@@ -2,6 +2,7 @@
 //! in `tests/` drive the kernel exactly the way `cargo xtask run` does.
 //!
 //! - [`prereq`]: install what is missing (rustup parts, QEMU, OVMF)
+//! - [`calibration`]: `cargo xtask profile`: a `calibrate` log -> a simulator cost profile
 //! - [`build`]: build the kernel ELF, the image builder and disk images
 //! - [`image`]: a disk image with a run's boot configuration, for real hardware
 //! - [`machine`]: the emulated machine's shape (CPUs, sockets, NUMA, memory)
@@ -25,6 +26,7 @@
 
 pub mod accel;
 pub mod build;
+pub mod calibration;
 pub mod capture;
 pub mod cleanup;
 pub mod cli;

@@ -50,6 +50,7 @@ fn main() -> ExitCode {
                 .status()?;
             Ok(if status.success() { 0 } else { 1 })
         }),
+        Cmd::Profile { from, out } => xtask::calibration::run(&from, out.as_deref()),
         Cmd::Bench => {
             [("sched", "core"), ("schedsim", "sim")]
                 .iter()

@@ -35,6 +35,11 @@ pub const EXPERIMENTS: &[ExperimentInfo] = &[
         test_only: false,
     },
     ExperimentInfo {
+        name: "calibrate",
+        description: "measure what a simulator cost profile needs: context switch, wakeup latency, IPI and cache-line transfer by topology distance, refill after migration by working-set size, memory latency by NUMA node; `cargo xtask profile --from LOG` turns the log into a profile (args: rounds, chase_mib)",
+        test_only: false,
+    },
+    ExperimentInfo {
         name: "fpu-check",
         description: "threads keep x87/SSE registers across preemption, sleeps and migrations and check them; non-FPU threads alongside (args: threads, duration_ms)",
         test_only: false,

@@ -4,6 +4,7 @@
 //! the pure `workloads` crate and run here through [`env::KernelEnv`].
 
 mod boot;
+mod calibrate;
 mod env;
 mod faults;
 mod fpu;
@@ -25,6 +26,7 @@ pub fn run(name: &str, raw_args: &str, machine: &Machine) -> ExitCode {
             let result = match name {
                 "stress" => stress::run(machine, &mut a),
                 "latency" => latency::run(machine, &mut a),
+                "calibrate" => calibrate::run(machine, &mut a),
                 "fpu-check" => fpu::run(machine, &mut a),
                 "tour" => tour::run(machine),
                 _ => Ok(run_simple(name, machine)),

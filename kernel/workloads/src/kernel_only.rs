@@ -1,4 +1,5 @@
-//! Arguments of the kernel-only experiments (stress, latency, fpu-check).
+//! Arguments of the kernel-only experiments (stress, latency, fpu-check,
+//! calibrate).
 //! Their code needs the kernel, but their arguments are parsed here, by the
 //! same [`Args`] rules, so that the host rejects an unknown key or an
 //! out-of-range value before it builds or boots anything ([`check`]).
@@ -9,7 +10,7 @@ use crate::Footprint;
 use crate::args::Args;
 
 /// The experiments whose arguments this module parses.
-pub const KERNEL_ONLY: &[&str] = &["stress", "latency", "fpu-check"];
+pub const KERNEL_ONLY: &[&str] = &["stress", "latency", "fpu-check", "calibrate"];
 
 /// `stress`: groups of 8 workers (pipes, sockets, mutexes, barriers, forks).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -57,6 +58,41 @@ impl Latency {
     }
 }
 
+/// `calibrate`: the measurements behind a simulator cost profile.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Calibrate {
+    /// Samples per measurement (round trips, wakeups, IPIs, refills x 10).
+    pub rounds: usize,
+    /// Size of the pointer-chase buffer for memory latency (MiB); it must
+    /// exceed the last-level cache for the chase to measure DRAM.
+    pub chase_mib: usize,
+}
+
+impl Calibrate {
+    /// Working-set sizes of the refill measurement (KiB): inside L1/L2,
+    /// around a server core's L2, and beyond it (LLC-resident).
+    pub const REFILL_KIB: [usize; 3] = [32, 256, 2048];
+
+    /// Reads the experiment's arguments.
+    pub fn from_args(a: &mut Args<'_>) -> Result<Calibrate, String> {
+        Ok(Calibrate {
+            rounds: a.u64("rounds", 1000, 20..=1_000_000)? as usize,
+            chase_mib: a.u64("chase_mib", 64, 1..=16_384)? as usize,
+        })
+    }
+
+    /// Chase buffers allocated at most: one more each time a buffer straddles
+    /// two nodes' memory, so its node is unknown.
+    pub const CHASE_TRIES: u64 = 3;
+
+    /// Heap bytes it holds at once, at most (the chase buffers, the largest
+    /// refill buffer and the samples).
+    pub fn buffer_bytes(&self) -> u64 {
+        let refill = Self::REFILL_KIB[Self::REFILL_KIB.len() - 1] as u64 * 1024;
+        Self::CHASE_TRIES * (self.chase_mib as u64) * (1 << 20) + refill + self.rounds as u64 * 16
+    }
+}
+
 /// `fpu-check`: FPU and non-FPU threads migrating between CPUs.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FpuCheck {
@@ -91,6 +127,10 @@ pub fn check(name: &str, raw_args: &str, nr_cpus: usize) -> Option<Result<Footpr
             threads: 2,
             buffer_bytes: l.rounds as u64 * 8,
         }),
+        "calibrate" => Calibrate::from_args(&mut a).map(|c| Footprint {
+            threads: 4,
+            buffer_bytes: c.buffer_bytes(),
+        }),
         "fpu-check" => FpuCheck::from_args(&mut a, nr_cpus).map(|f| Footprint {
             threads: f.threads as u64,
             buffer_bytes: 0,
@@ -122,6 +162,17 @@ mod tests {
             "experiment 'latency': argument rounds=5 must be an integer in 10..=1000000"
         );
         assert_eq!(check("fpu-check", "", 3).unwrap().unwrap().threads, 12);
+        assert_eq!(
+            check("calibrate", "chase_mib:8", 2).unwrap().unwrap(),
+            Footprint {
+                threads: 4,
+                buffer_bytes: 3 * (8 << 20) + (2 << 20) + 16_000
+            }
+        );
+        assert_eq!(
+            check("calibrate", "rounds:10", 2).unwrap().unwrap_err(),
+            "experiment 'calibrate': argument rounds=10 must be an integer in 20..=1000000"
+        );
         assert!(check("hackbench", "", 2).is_none());
     }
 }

@@ -1,0 +1,681 @@
+//! `calibrate`: measures, on the machine it runs on, the quantities the host
+//! simulator's cost profile charges (`docs/simulator.md`, "Calibration"), so
+//! that `cargo xtask profile --from console.log` can turn a bare-metal serial
+//! log (or a QEMU console log) into a profile for `--backend sim --profile`.
+//!
+//! Partners of CPU 0 are chosen at each of the simulator's distance classes,
+//! with the precedence of `sched::SchedTopo::distance`: `smt` (same core),
+//! `llc` (shares the LLC), `package` (other LLC, same package), `node` (other
+//! package, same NUMA node), `remote` (other node). A class the machine lacks
+//! is left out of the record. Measured, each as a median of `rounds` samples
+//! timed with the TSC:
+//!
+//! - **context switch**: two threads bound to CPU 0 yield to each other; one
+//!   `yield_now` is two switches;
+//! - **kernel paths on one CPU**: a 1-byte pipe write + read, the same with
+//!   4 KiB (copy cost), an uncontended semaphore up + down, thread creation;
+//!   compute units (`workloads::args::compute`) alone and next to a busy SMT
+//!   sibling;
+//! - **wakeup** by distance: a thread bound to CPU 0 wakes one blocked on the
+//!   partner CPU (idle, waited for) through a semaphore: the waker's cost of
+//!   `up` and the latency from before `up` to the wakee running;
+//! - **IPI** by distance: a call-function IPI from CPU 0 whose handler reads
+//!   the TSC, to the partner while it runs a spinning thread (`busy`) and while
+//!   it halts in idle (`idle`: includes the exit from HLT);
+//! - **cache line** by distance: two spinning threads bounce one line; half a
+//!   round trip is one transfer;
+//! - **refill after migration** by working-set size and distance: a thread on
+//!   CPU 0 writes a buffer, a thread on the partner reads it once (cold) and
+//!   again (warm); the difference is the refill. The two threads stand for
+//!   one task migrating: what matters is where the lines are;
+//! - **memory latency**: a random pointer chase (one hop per line, over
+//!   `chase_mib` MiB) from the first CPU of each node. The kernel allocator
+//!   cannot place memory on a node; the buffer's node is read from the SRAT
+//!   by its physical address, so the chase from that node is local and the
+//!   others remote. A buffer that straddles nodes is reported without a node.
+//!
+//! Under QEMU these are emulation times (TCG has no caches and no NUMA
+//! latency; icount counts instructions): the profile says so.
+
+use alloc::string::String;
+use alloc::sync::Arc;
+use alloc::vec::Vec;
+use core::fmt::Write;
+use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+
+use crate::arch::qemu::ExitCode;
+use crate::arch::{ipi, time};
+use crate::machine::Machine;
+use crate::record::{Emit, Record, json_array, json_string};
+use crate::sync::{IrqSpinLock, Semaphore, pipe};
+use crate::task::{self, SpawnOptions, sched::running_thread_id};
+use crate::watchdog;
+use workloads::kernel_only::Calibrate;
+
+/// Longest wait for a partner CPU to go idle before a wakeup/IPI sample.
+const IDLE_WAIT_NS: u64 = 200_000_000;
+/// Settle time after a CPU went idle, so it is halted when the sample starts.
+const IDLE_SETTLE_NS: u64 = 5_000;
+/// Compute units per `compute` sample.
+const COMPUTE_UNITS: u64 = 20_000;
+
+/// Median of samples (0 for none).
+fn median(mut v: Vec<u64>) -> u64 {
+    if v.is_empty() {
+        return 0;
+    }
+    v.sort_unstable();
+    v[v.len() / 2]
+}
+
+fn ns_since(t0: u64) -> u64 {
+    time::tsc_to_ns(time::rdtsc().saturating_sub(t0))
+}
+
+fn pinned(name: &str, cpu: usize, f: impl FnOnce() + Send + 'static) -> task::JoinHandle {
+    task::spawn(
+        SpawnOptions {
+            name: name.into(),
+            pinned: Some(cpu),
+            ..Default::default()
+        },
+        f,
+    )
+}
+
+/// Runs `f` on a thread bound to `cpu` and returns its result.
+fn on_cpu<T: Send + 'static>(cpu: usize, f: impl FnOnce() -> T + Send + 'static) -> T {
+    let out = Arc::new(IrqSpinLock::new(None));
+    let o = out.clone();
+    pinned("calib", cpu, move || {
+        let v = f();
+        *o.lock() = Some(v);
+    })
+    .join();
+    out.lock()
+        .take()
+        .expect("the measuring thread stored its result")
+}
+
+/// The partner of CPU `a` at each simulator distance class the machine has.
+fn partners(m: &Machine, a: usize) -> Vec<(&'static str, usize)> {
+    let t = &m.topology;
+    let ca = &t.cpus[a];
+    let class = |c: &topology::CpuTopo| -> &'static str {
+        if c.core == ca.core {
+            "smt"
+        } else if c.llc == ca.llc {
+            "llc"
+        } else if c.package == ca.package {
+            "package"
+        } else if c.node == ca.node {
+            "node"
+        } else {
+            "remote"
+        }
+    };
+    let mut out: Vec<(&'static str, usize)> = Vec::new();
+    for name in ["smt", "llc", "package", "node", "remote"] {
+        if let Some(c) = t
+            .cpus
+            .iter()
+            .find(|c| c.cpu != a && m.is_online(c.cpu) && class(c) == name)
+        {
+            out.push((name, c.cpu));
+        }
+    }
+    out
+}
+
+/// Waits (bounded) until `cpu` runs its idle loop, then a little longer.
+fn wait_idle(cpu: usize) {
+    let t0 = time::rdtsc();
+    while running_thread_id(cpu).is_some() && ns_since(t0) < IDLE_WAIT_NS {
+        core::hint::spin_loop();
+    }
+    time::delay_ns(IDLE_SETTLE_NS);
+}
+
+/// One switch: half the time of a `yield_now` that hands the CPU to another
+/// thread bound to it and gets it back. Also the cost of a `yield_now` with
+/// nothing else to run. Returns (switch ns, lone yield ns).
+fn context_switch(cpu: usize, rounds: usize) -> (u64, u64) {
+    let lone = on_cpu(cpu, move || {
+        (0..rounds)
+            .map(|_| {
+                let t0 = time::rdtsc();
+                task::yield_now();
+                ns_since(t0)
+            })
+            .collect::<Vec<_>>()
+    });
+    let ready = Arc::new(AtomicUsize::new(0));
+    let done = Arc::new(AtomicBool::new(false));
+    let (r2, d2) = (ready.clone(), done.clone());
+    let partner = pinned("yield-b", cpu, move || {
+        r2.fetch_add(1, Ordering::AcqRel);
+        while !d2.load(Ordering::Acquire) {
+            task::yield_now();
+        }
+    });
+    let pair = on_cpu(cpu, move || {
+        ready.fetch_add(1, Ordering::AcqRel);
+        while ready.load(Ordering::Acquire) < 2 {
+            task::yield_now();
+        }
+        let v = (0..rounds)
+            .map(|i| {
+                if i % 64 == 0 {
+                    watchdog::progress();
+                }
+                let t0 = time::rdtsc();
+                task::yield_now();
+                ns_since(t0)
+            })
+            .collect::<Vec<_>>();
+        done.store(true, Ordering::Release);
+        v
+    });
+    partner.join();
+    (median(pair) / 2, median(lone))
+}
+
+/// Kernel path costs on one CPU, ns: (pipe call, copy per byte x 1000,
+/// semaphore op, thread creation on the parent, compute unit x 1000).
+struct Paths {
+    pipe_call_ns: u64,
+    copy_ps_per_byte: u64,
+    sem_op_ns: u64,
+    spawn_ns: u64,
+    compute_unit_ps: u64,
+}
+
+fn kernel_paths(cpu: usize, rounds: usize) -> Paths {
+    on_cpu(cpu, move || {
+        const BIG: usize = 4096;
+        let (w, r) = pipe(2 * BIG);
+        let small = [7u8; 1];
+        let big = alloc::vec![7u8; BIG];
+        let mut sink = alloc::vec![0u8; BIG];
+        let mut one = Vec::with_capacity(rounds);
+        let mut many = Vec::with_capacity(rounds);
+        for _ in 0..rounds {
+            let t0 = time::rdtsc();
+            w.write(&small).expect("reader alive");
+            r.read(&mut sink[..1]);
+            one.push(ns_since(t0));
+            let t0 = time::rdtsc();
+            w.write(&big).expect("reader alive");
+            assert!(r.read_exact(&mut sink));
+            many.push(ns_since(t0));
+        }
+        let (one, many) = (median(one), median(many));
+        // Each round trip is two calls; the big one copies BIG bytes in and out.
+        let copy_ps = many.saturating_sub(one) * 1000 / (2 * BIG as u64);
+        let sem = Semaphore::new(0);
+        let sem_ops = (0..rounds)
+            .map(|_| {
+                let t0 = time::rdtsc();
+                sem.up();
+                sem.down();
+                ns_since(t0)
+            })
+            .collect::<Vec<_>>();
+        let spawns = (0..rounds.min(50))
+            .map(|_| {
+                let t0 = time::rdtsc();
+                let h = pinned("calib-empty", cpu, || {});
+                let dt = ns_since(t0);
+                h.join();
+                dt
+            })
+            .collect::<Vec<_>>();
+        let compute = (0..rounds.min(50))
+            .map(|_| {
+                let t0 = time::rdtsc();
+                core::hint::black_box(workloads::args::compute(COMPUTE_UNITS));
+                ns_since(t0)
+            })
+            .collect::<Vec<_>>();
+        Paths {
+            pipe_call_ns: one / 2,
+            copy_ps_per_byte: copy_ps,
+            sem_op_ns: median(sem_ops) / 2,
+            spawn_ns: median(spawns),
+            compute_unit_ps: median(compute) * 1000 / COMPUTE_UNITS,
+        }
+    })
+}
+
+/// Compute speed on `a` while SMT sibling `b` also computes, relative to
+/// alone (1.0 = no slowdown), in thousandths.
+fn smt_shared_speed(a: usize, b: usize, rounds: usize, alone_ps: u64) -> u64 {
+    let stop = Arc::new(AtomicBool::new(false));
+    let s2 = stop.clone();
+    let hog = pinned("calib-hog", b, move || {
+        while !s2.load(Ordering::Relaxed) {
+            core::hint::black_box(workloads::args::compute(1000));
+        }
+    });
+    let shared = on_cpu(a, move || {
+        let v = (0..rounds.min(50))
+            .map(|_| {
+                let t0 = time::rdtsc();
+                core::hint::black_box(workloads::args::compute(COMPUTE_UNITS));
+                ns_since(t0)
+            })
+            .collect::<Vec<_>>();
+        median(v) * 1000 / COMPUTE_UNITS
+    });
+    stop.store(true, Ordering::Relaxed);
+    hog.join();
+    if shared == 0 {
+        return 0;
+    }
+    alone_ps * 1000 / shared
+}
+
+/// Waker-side cost of `up` and wakeup-to-running latency, ns (medians).
+fn wakeup(a: usize, b: usize, rounds: usize) -> (u64, u64) {
+    let wake = Arc::new(Semaphore::new(0));
+    let back = Arc::new(Semaphore::new(0));
+    let stamp = Arc::new(AtomicU64::new(0));
+    let lat = Arc::new(IrqSpinLock::new(Vec::with_capacity(rounds)));
+    let (w2, b2, s2, l2) = (wake.clone(), back.clone(), stamp.clone(), lat.clone());
+    let sleeper = pinned("calib-wakee", b, move || {
+        let mut v = Vec::with_capacity(rounds);
+        for _ in 0..rounds {
+            w2.down();
+            let t1 = time::rdtsc();
+            v.push(time::tsc_to_ns(
+                t1.saturating_sub(s2.load(Ordering::Acquire)),
+            ));
+            b2.up();
+        }
+        *l2.lock() = v;
+    });
+    let up_cost = on_cpu(a, move || {
+        let mut v = Vec::with_capacity(rounds);
+        for i in 0..rounds {
+            if a != b {
+                wait_idle(b);
+            }
+            if i % 64 == 0 {
+                watchdog::progress();
+            }
+            let t0 = time::rdtsc();
+            stamp.store(t0, Ordering::Release);
+            wake.up();
+            v.push(ns_since(t0));
+            back.down();
+        }
+        median(v)
+    });
+    sleeper.join();
+    let l = core::mem::take(&mut *lat.lock());
+    (up_cost, median(l))
+}
+
+/// One-way call-function IPI latency from `a` to `b`, ns (median): TSC at
+/// the target's handler minus TSC before sending. `busy`: the target runs a
+/// spinning thread; otherwise it is halted in idle.
+fn ipi_one_way(a: usize, b: usize, rounds: usize, busy: bool) -> u64 {
+    let stop = Arc::new(AtomicBool::new(false));
+    let s2 = stop.clone();
+    let spinner = busy.then(|| {
+        pinned("calib-spin", b, move || {
+            while !s2.load(Ordering::Relaxed) {
+                core::hint::spin_loop();
+            }
+        })
+    });
+    let v = on_cpu(a, move || {
+        let mut v = Vec::with_capacity(rounds);
+        for i in 0..rounds {
+            if busy {
+                while running_thread_id(b).is_none() {
+                    core::hint::spin_loop();
+                }
+            } else {
+                wait_idle(b);
+            }
+            if i % 64 == 0 {
+                watchdog::progress();
+            }
+            let seen = Arc::new(AtomicU64::new(0));
+            let s = seen.clone();
+            let t0 = time::rdtsc();
+            let c = ipi::call_on(b, move || s.store(time::rdtsc(), Ordering::Release));
+            if c.wait_timeout(1_000_000_000) {
+                let t1 = seen.load(Ordering::Acquire);
+                v.push(time::tsc_to_ns(t1.saturating_sub(t0)));
+            }
+        }
+        v
+    });
+    stop.store(true, Ordering::Relaxed);
+    if let Some(h) = spinner {
+        h.join();
+    }
+    median(v)
+}
+
+/// A cache line bounced between two spinning threads.
+#[repr(align(128))]
+struct Line(AtomicU64);
+
+/// One cache-line transfer from `a` to `b` and back, halved, ns (median).
+fn line_transfer(a: usize, b: usize, rounds: usize) -> u64 {
+    let line = Arc::new(Line(AtomicU64::new(0)));
+    let l2 = line.clone();
+    let echo = pinned("calib-pong", b, move || {
+        for i in 0..rounds as u64 {
+            while l2.0.load(Ordering::Acquire) != 2 * i + 1 {
+                core::hint::spin_loop();
+            }
+            l2.0.store(2 * i + 2, Ordering::Release);
+        }
+    });
+    let v = on_cpu(a, move || {
+        let mut v = Vec::with_capacity(rounds);
+        for i in 0..rounds as u64 {
+            if i % 64 == 0 {
+                watchdog::progress();
+            }
+            let t0 = time::rdtsc();
+            line.0.store(2 * i + 1, Ordering::Release);
+            while line.0.load(Ordering::Acquire) != 2 * i + 2 {
+                core::hint::spin_loop();
+            }
+            v.push(ns_since(t0));
+        }
+        v
+    });
+    echo.join();
+    median(v) / 2
+}
+
+/// Reads one word of every line of `buf`, ns.
+fn read_lines(buf: &[AtomicU64], stride: usize) -> u64 {
+    let t0 = time::rdtsc();
+    let mut sum = 0u64;
+    let mut i = 0;
+    while i < buf.len() {
+        sum = sum.wrapping_add(buf[i].load(Ordering::Relaxed));
+        i += stride;
+    }
+    core::hint::black_box(sum);
+    ns_since(t0)
+}
+
+/// Refill of a `bytes` working set written on `a` and read on `b`: (cold
+/// read, warm re-read) in ns, medians over `reps`.
+fn refill(a: usize, b: usize, bytes: usize, line: usize, reps: usize) -> (u64, u64) {
+    let words = bytes / 8;
+    let stride = (line / 8).max(1);
+    let buf: Arc<Vec<AtomicU64>> = Arc::new((0..words).map(|_| AtomicU64::new(0)).collect());
+    let written = Arc::new(Semaphore::new(0));
+    let read = Arc::new(Semaphore::new(0));
+    let out = Arc::new(IrqSpinLock::new((Vec::new(), Vec::new())));
+    let (bw, w2, r2, o2) = (buf.clone(), written.clone(), read.clone(), out.clone());
+    let reader = pinned("calib-refill-b", b, move || {
+        let (mut cold, mut warm) = (Vec::new(), Vec::new());
+        for _ in 0..reps {
+            w2.down();
+            cold.push(read_lines(&bw, stride));
+            warm.push(read_lines(&bw, stride));
+            r2.up();
+        }
+        *o2.lock() = (cold, warm);
+    });
+    on_cpu(a, move || {
+        for rep in 0..reps {
+            let mut i = 0;
+            while i < buf.len() {
+                buf[i].store((rep + i) as u64, Ordering::Relaxed);
+                i += stride;
+            }
+            written.up();
+            read.down();
+            watchdog::progress();
+        }
+    });
+    reader.join();
+    let (cold, warm) = core::mem::take(&mut *out.lock());
+    (median(cold), median(warm))
+}
+
+/// xorshift64* for the chase permutation.
+fn next_rand(s: &mut u64) -> u64 {
+    *s ^= *s >> 12;
+    *s ^= *s << 25;
+    *s ^= *s >> 27;
+    s.wrapping_mul(0x2545_F491_4F6C_DD1D)
+}
+
+/// A random single-cycle pointer chase, one hop per line: word `i * stride`
+/// holds the word index of the next line.
+fn chase_buffer(bytes: usize, line: usize) -> Vec<AtomicU64> {
+    let stride = (line / 8).max(1);
+    let lines = (bytes / line).max(2);
+    let buf: Vec<AtomicU64> = (0..lines * stride).map(|_| AtomicU64::new(0)).collect();
+    let mut order: Vec<u32> = (0..lines as u32).collect();
+    let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+    // Fisher-Yates over everything but the first, so the cycle starts at 0.
+    for i in (2..lines).rev() {
+        let j = 1 + (next_rand(&mut seed) % i as u64) as usize;
+        order.swap(i, j);
+    }
+    for k in 0..lines {
+        let next = order[(k + 1) % lines] as usize;
+        buf[order[k] as usize * stride].store((next * stride) as u64, Ordering::Relaxed);
+    }
+    buf
+}
+
+/// ns per dependent hop of the chase (after one warm-up pass).
+fn chase(buf: &[AtomicU64], hops: usize) -> u64 {
+    let mut idx = 0usize;
+    for _ in 0..hops.min(buf.len()) {
+        idx = buf[idx].load(Ordering::Relaxed) as usize;
+    }
+    let t0 = time::rdtsc();
+    for _ in 0..hops {
+        idx = buf[idx].load(Ordering::Relaxed) as usize;
+    }
+    core::hint::black_box(idx);
+    ns_since(t0) / hops as u64
+}
+
+/// Per-distance results.
+struct Dist {
+    name: &'static str,
+    cpu: usize,
+    wake_up_ns: u64,
+    wakeup_latency_ns: u64,
+    ipi_busy_ns: u64,
+    ipi_idle_ns: u64,
+    line_ns: u64,
+    refill: Vec<(usize, u64, u64)>,
+}
+
+/// Runs the experiment.
+pub fn run(m: &Machine, args: &mut workloads::args::Args<'_>) -> Result<ExitCode, String> {
+    let c = Calibrate::from_args(args)?;
+    let rounds = c.rounds;
+    let a = 0;
+    let line = m
+        .topology
+        .caches
+        .iter()
+        .map(|c| c.line_bytes as usize)
+        .find(|&l| l >= 16)
+        .unwrap_or(64);
+    watchdog::arm(60_000_000_000);
+    let (ctx, lone_yield) = context_switch(a, rounds);
+    watchdog::progress();
+    let paths = kernel_paths(a, rounds);
+    watchdog::progress();
+    let parts = partners(m, a);
+    let smt = parts
+        .iter()
+        .find(|(n, _)| *n == "smt")
+        .map(|&(_, b)| smt_shared_speed(a, b, rounds, paths.compute_unit_ps));
+    let reps = (rounds / 100).clamp(3, 50);
+    let (same_up, same_lat) = wakeup(a, a, rounds);
+    let same_refill: Vec<(usize, u64, u64)> = Calibrate::REFILL_KIB
+        .iter()
+        .map(|&kib| {
+            let (cold, warm) = refill(a, a, kib * 1024, line, reps);
+            (kib, cold, warm)
+        })
+        .collect();
+    let mut dists = Vec::new();
+    for &(name, b) in &parts {
+        log::info!("calibrate: {name} (CPU {a} -> CPU {b})");
+        let (wake_up_ns, wakeup_latency_ns) = wakeup(a, b, rounds);
+        let ipi_busy_ns = ipi_one_way(a, b, rounds, true);
+        let ipi_idle_ns = ipi_one_way(a, b, rounds, false);
+        let line_ns = line_transfer(a, b, rounds);
+        let refill = Calibrate::REFILL_KIB
+            .iter()
+            .map(|&kib| {
+                let (cold, warm) = refill(a, b, kib * 1024, line, reps);
+                (kib, cold, warm)
+            })
+            .collect();
+        dists.push(Dist {
+            name,
+            cpu: b,
+            wake_up_ns,
+            wakeup_latency_ns,
+            ipi_busy_ns,
+            ipi_idle_ns,
+            line_ns,
+            refill,
+        });
+    }
+    // Memory: a chase buffer whose node the SRAT names, if one allocation
+    // lands inside one node's range (the heap cannot be asked for a node).
+    let bytes = c.chase_mib << 20;
+    let mut kept = Vec::new();
+    let mut buf_node = None;
+    let mut buf_phys = 0;
+    for _ in 0..Calibrate::CHASE_TRIES {
+        let b = chase_buffer(bytes, line);
+        buf_phys = (b.as_ptr() as u64).wrapping_sub(m.phys_offset);
+        buf_node = m.node_of_range(buf_phys, (b.len() * 8) as u64);
+        kept.push(b);
+        if buf_node.is_some() || m.memory_nodes.is_empty() {
+            break;
+        }
+    }
+    let chase_buf = Arc::new(kept.pop().expect("one buffer"));
+    drop(kept);
+    let hops = (rounds * 100).max(10_000);
+    let mut mem = Vec::new();
+    for node in 0..m.topology.nr_nodes as u32 {
+        let Some(cpu) = m
+            .topology
+            .cpus
+            .iter()
+            .find(|c| c.node == node && m.is_online(c.cpu))
+            .map(|c| c.cpu)
+        else {
+            continue;
+        };
+        let b = chase_buf.clone();
+        let ns = on_cpu(cpu, move || chase(&b, hops));
+        watchdog::progress();
+        mem.push((node, cpu, ns));
+    }
+    watchdog::disarm();
+
+    let vendor = crate::arch::identity::hypervisor_vendor().unwrap_or_default();
+    let refill_json = |r: &[(usize, u64, u64)]| {
+        json_array(r, |w, &(kib, cold, warm)| {
+            write!(w, "{{\"kib\":{kib},\"cold_ns\":{cold},\"warm_ns\":{warm}}}")
+        })
+    };
+    let dist_json = json_array(&dists, |w, d| {
+        write!(
+            w,
+            "{{\"distance\":\"{}\",\"cpus\":[{a},{}],\"wake_up_ns\":{},\"wakeup_latency_ns\":{},\"ipi_busy_ns\":{},\"ipi_idle_ns\":{},\"line_ns\":{},\"refill\":{}}}",
+            d.name,
+            d.cpu,
+            d.wake_up_ns,
+            d.wakeup_latency_ns,
+            d.ipi_busy_ns,
+            d.ipi_idle_ns,
+            d.line_ns,
+            refill_json(&d.refill)
+        )
+    });
+    let mem_json = json_array(&mem, |w, &(node, cpu, ns)| {
+        let slit = buf_node.map_or(0, |bn| m.topology.distance[node as usize][bn as usize]);
+        write!(
+            w,
+            "{{\"node\":{node},\"cpu\":{cpu},\"ns_per_hop\":{ns},\"slit\":{slit}}}"
+        )
+    });
+    log::info!(
+        "calibrate: switch {ctx} ns, pipe call {} ns, semaphore op {} ns, spawn {} ns, compute unit {} ps",
+        paths.pipe_call_ns,
+        paths.sem_op_ns,
+        paths.spawn_ns,
+        paths.compute_unit_ps
+    );
+    for d in &dists {
+        log::info!(
+            "calibrate: {:<8} cpu {:>3}: wake_up {} ns, wakeup latency {} ns, IPI busy {} / idle {} ns, line {} ns",
+            d.name,
+            d.cpu,
+            d.wake_up_ns,
+            d.wakeup_latency_ns,
+            d.ipi_busy_ns,
+            d.ipi_idle_ns,
+            d.line_ns
+        );
+    }
+    for (node, cpu, ns) in &mem {
+        log::info!("calibrate: memory chase from node {node} (CPU {cpu}): {ns} ns per hop");
+    }
+    Record::new("calibrate")
+        .u64("rounds", rounds as u64)
+        .str("clock", "tsc")
+        .u64("tsc_hz", m.tsc.hz)
+        .bool("hypervisor", crate::arch::cpu::under_hypervisor())
+        .raw("hypervisor_vendor", &json_string(&vendor))
+        .u64("cpu", a as u64)
+        .u64("line_bytes", line as u64)
+        .u64("context_switch_ns", ctx)
+        .u64("yield_alone_ns", lone_yield)
+        .u64("pipe_call_ns", paths.pipe_call_ns)
+        .u64("copy_ps_per_byte", paths.copy_ps_per_byte)
+        .u64("semaphore_op_ns", paths.sem_op_ns)
+        .u64("spawn_ns", paths.spawn_ns)
+        .u64("compute_unit_ps", paths.compute_unit_ps)
+        .raw(
+            "smt_shared_speed_milli",
+            &smt.map_or_else(|| "null".into(), |s| alloc::format!("{s}")),
+        )
+        .raw(
+            "same_cpu",
+            &alloc::format!(
+                "{{\"wake_up_ns\":{same_up},\"wakeup_latency_ns\":{same_lat},\"refill\":{}}}",
+                refill_json(&same_refill)
+            ),
+        )
+        .raw("distances", &dist_json)
+        .raw(
+            "memory",
+            &alloc::format!(
+                "{{\"bytes\":{},\"hops\":{hops},\"buffer_phys\":{buf_phys},\"buffer_node\":{},\"node_ranges\":{},\"from\":{mem_json}}}",
+                chase_buf.len() * 8,
+                buf_node.map_or_else(|| "null".into(), |n| alloc::format!("{n}")),
+                m.memory_nodes.len()
+            ),
+        )
+        .emit();
+    Ok(ExitCode::Success)
+}
