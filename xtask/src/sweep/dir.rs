@@ -9,7 +9,15 @@
 //! DIR/runs/NNNNN.records.jsonl  every record the run printed
 //! DIR/runs/NNNNN.log        the console of a run that did not succeed
 //! DIR/bin/, DIR/slurm/      with --engine slurm: the binaries and the job script
+//! DIR/driver.lock           held (flock) by the command driving the sweep; says its pid
 //! ```
+//!
+//! One command drives a directory at a time: a second `compare`/`seed` on
+//! the same directory stops at once, naming the first one's pid, instead of
+//! running the same missing runs twice and racing on their result files.
+//! The lock is the kernel's (`flock`), so it goes away with its process,
+//! however that ends. Slurm tasks (`sweep-task`) write their own runs' files
+//! and take no lock.
 //!
 //! Every file is written to a temporary name and renamed, so a file that
 //! exists is whole. A run counts as done when its `NNNNN.json` says success;
@@ -245,6 +253,41 @@ impl SweepDir {
         self.run_file(task, "log")
     }
 
+    /// Takes the directory's driver lock for as long as the returned file
+    /// lives; an error naming the holder's pid when another command has it.
+    pub fn lock_driver(&self) -> Result<std::fs::File> {
+        let p = self.path.join("driver.lock");
+        let mut f = std::fs::File::options()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&p)
+            .with_context(|| format!("opening {}", p.display()))?;
+        match f.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                let holder = std::fs::read_to_string(&p).unwrap_or_default();
+                bail!(
+                    "{}: another xtask ({}) is running this sweep now; wait for it to end, or \
+                     give another --dir",
+                    self.path.display(),
+                    match holder.trim() {
+                        "" => "pid unknown".to_string(),
+                        pid => format!("pid {pid}"),
+                    }
+                );
+            }
+            Err(std::fs::TryLockError::Error(e)) => {
+                return Err(e).with_context(|| format!("locking {}", p.display()));
+            }
+        }
+        f.set_len(0)
+            .and_then(|()| write!(f, "{}", std::process::id()))
+            .with_context(|| format!("writing {}", p.display()))?;
+        Ok(f)
+    }
+
     /// Writes `rel` atomically and durably: a temporary file named after it
     /// and this process, flushed to disk, then renamed over it.
     pub fn write(&self, rel: &str, bytes: &[u8]) -> Result<()> {
@@ -264,5 +307,27 @@ impl SweepDir {
             let _ = d.sync_all();
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_second_driver_is_refused_with_the_first_ones_pid_until_it_ends() {
+        let path = std::env::temp_dir().join(format!("sweep-lock-test-{}", std::process::id()));
+        std::fs::create_dir_all(&path).unwrap();
+        let d = SweepDir { path: path.clone() };
+        let first = d.lock_driver().unwrap();
+        let e = d.lock_driver().unwrap_err().to_string();
+        assert!(
+            e.contains(&format!("pid {}", std::process::id())) && e.contains("another --dir"),
+            "{e}"
+        );
+        drop(first);
+        let again = d.lock_driver().unwrap();
+        drop(again);
+        std::fs::remove_dir_all(&path).unwrap();
     }
 }

@@ -134,6 +134,8 @@ impl Plan {
     pub fn run(&self, dir: &Path, launcher: Option<&Launcher>) -> Result<Option<Finished>> {
         anyhow::ensure!(!self.header.build.is_empty(), "identify_build first");
         let d = SweepDir::create_or_resume(dir, &self.header, &self.tasks)?;
+        // Held until this command returns: one driver per directory.
+        let _driver = d.lock_driver()?;
         let mut todo = Vec::new();
         for t in &self.tasks {
             if !d.done(t.task)? {
