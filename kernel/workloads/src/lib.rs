@@ -26,6 +26,7 @@ pub mod netperf;
 pub mod noise;
 pub mod schbench;
 pub mod tbench;
+pub mod timed;
 
 use alloc::boxed::Box;
 use alloc::string::String;

@@ -66,9 +66,8 @@ use sched::SchedTopo;
 
 use crate::env::{Env, Space, Spawn, recv_exact};
 use crate::gate::Gate;
-use crate::interval::Interval;
 use crate::json::{Record, json_array};
-use crate::noise::{Noise, NoiseWorkers};
+use crate::noise::Noise;
 
 /// Linux's default socket buffer (`net.core.wmem_default`).
 pub const SOCKET_BYTES: usize = 208 * 1024;
@@ -398,21 +397,8 @@ pub async fn run<E: Env>(env: &E, p: Params) -> Result<(), String> {
                 .await,
         );
     }
-    let noise = NoiseWorkers::start(env, noise).await;
-    gate.wait_ready(env).await;
-    let interval = Interval::start(env);
-    let t0 = interval.t0();
-    gate.open(env).await;
-    while env.now_ns() < t0 + duration_ns {
-        env.sleep(10_000_000).await;
-    }
-    stop.store(true, Ordering::Relaxed);
-    let elapsed = interval.elapsed_ns(env);
-    for h in handles {
-        env.join(h).await;
-    }
-    let end = interval.end(env);
-    noise.stop(env).await;
+    let (elapsed, end) =
+        crate::timed::run_for(env, &gate, noise, handles, &stop, duration_ns).await;
 
     let v = |x: &AtomicU64| x.load(Ordering::Relaxed);
     let trans: u64 = books.iter().map(|b| v(&b.transactions)).sum();
