@@ -26,7 +26,7 @@ use alloc::vec::Vec;
 use core::cmp::{Ordering as CmpOrdering, Reverse};
 use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
-use sched::{DynPolicy, SchedConfig, SchedTopo, Scheduler, TaskId};
+use sched::{CpuList, DynPolicy, SchedConfig, SchedTopo, Scheduler, TaskId};
 use spin::{Mutex, Once};
 
 use super::api::{exit, preempt_point};
@@ -281,7 +281,7 @@ pub fn describe_threads(limit: usize) -> Vec<String> {
 }
 
 /// Wakes `t` from `cpu` (interrupts off). Returns CPUs to IPI.
-pub(super) fn wake_irqs_off(t: &Arc<Thread>, sync: bool, cpu: usize, now: u64) -> Vec<usize> {
+pub(super) fn wake_irqs_off(t: &Arc<Thread>, sync: bool, cpu: usize, now: u64) -> CpuList {
     let mut w = t.wake.lock();
     match w.state {
         ThreadState::Blocked => {
@@ -298,9 +298,9 @@ pub(super) fn wake_irqs_off(t: &Arc<Thread>, sync: bool, cpu: usize, now: u64) -
         }
         ThreadState::Runnable => {
             w.wake_pending = true;
-            Vec::new()
+            CpuList::new()
         }
-        ThreadState::Exited => Vec::new(),
+        ThreadState::Exited => CpuList::new(),
     }
 }
 
@@ -433,20 +433,27 @@ pub fn on_tick() {
     }
     let cpu = this_cpu();
     let now = time::now_ns();
-    let mut expired = Vec::new();
-    {
-        let mut heap = cpu_state(cpu).sleepers.lock();
-        while heap.peek().is_some_and(|s| s.0.deadline <= now) {
-            expired.extend(heap.pop().map(|s| s.0.thread));
+    // Expired sleepers one at a time (no list to allocate on the tick).
+    let mut resched = CpuList::new();
+    loop {
+        let expired = {
+            let mut heap = cpu_state(cpu).sleepers.lock();
+            if heap.peek().is_none_or(|s| s.0.deadline > now) {
+                break;
+            }
+            heap.pop().map(|s| s.0.thread)
+        };
+        if let Some(t) = expired {
+            for c in wake_irqs_off(&t, false, cpu, now) {
+                resched.insert(c);
+            }
         }
-    }
-    let mut resched = Vec::new();
-    for t in &expired {
-        resched.extend(wake_irqs_off(t, false, cpu, now));
     }
     let tick = core().tick(cpu, now);
     trace_migrations(cpu, &tick.migrations);
-    resched.extend(tick.resched);
+    for &c in tick.resched.iter() {
+        resched.insert(c);
+    }
     send_ipis(&resched, cpu);
     if tick.need_resched || resched.contains(&cpu) {
         schedule_irqs_off(cpu);
