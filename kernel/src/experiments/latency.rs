@@ -5,6 +5,11 @@
 //!
 //! Arguments: `rounds` (round trips per placement, default 2000).
 //!
+//! Each placement also reports what the scheduler did per round trip
+//! (context switches, wakeup preemptions, wakeups): a same-CPU wakee may or
+//! may not preempt its waker before the waker blocks, and that decision, not
+//! the code's speed, can move the round trip by a switch.
+//!
 //! Under QEMU/TCG these are emulation times (instruction counts, or host
 //! time with multi-threaded TCG), not hardware latencies: compare placements
 //! with each other, not with real machines.
@@ -29,6 +34,8 @@ struct Rtt {
     a: usize,
     b: usize,
     sorted: Vec<u64>,
+    /// The scheduler's counters over the placement's run.
+    stats: sched::stats::SchedStats,
 }
 
 impl Rtt {
@@ -39,6 +46,11 @@ impl Rtt {
 
     fn mean(&self) -> u64 {
         self.sorted.iter().sum::<u64>() / self.sorted.len() as u64
+    }
+
+    /// A counter per round trip, to two decimals (×100).
+    fn per_round_x100(&self, n: u64) -> u64 {
+        n * 100 / self.sorted.len().max(1) as u64
     }
 
     /// p50, p90, p99, max, mean.
@@ -79,6 +91,7 @@ fn placements(m: &Machine, a: usize) -> Vec<(&'static str, usize)> {
 }
 
 fn ping_pong(name: &'static str, a: usize, b: usize, rounds: usize) -> Rtt {
+    let before = task::sched::stats();
     let (to_b, from_a) = pipe(64);
     let (to_a, from_b) = pipe(64);
     let samples = Arc::new(IrqSpinLock::new(Vec::with_capacity(rounds)));
@@ -125,7 +138,14 @@ fn ping_pong(name: &'static str, a: usize, b: usize, rounds: usize) -> Rtt {
     echo.join();
     let mut sorted = core::mem::take(&mut *samples.lock());
     sorted.sort_unstable();
-    Rtt { name, a, b, sorted }
+    let stats = task::sched::stats().since(&before);
+    Rtt {
+        name,
+        a,
+        b,
+        sorted,
+        stats,
+    }
 }
 
 /// Runs the experiment.
@@ -154,30 +174,43 @@ pub fn run(m: &Machine, args: &mut Args<'_>) -> Result<ExitCode, String> {
         }
     );
     log::info!(
-        "  {:<20} {:>7} {:>10} {:>10} {:>10} {:>10} {:>10}",
+        "  {:<20} {:>7} {:>10} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9}",
         "placement",
         "cpus",
         "p50",
         "p90",
         "p99",
         "max",
-        "mean"
+        "mean",
+        "sw/rt",
+        "preempt"
     );
     for r in &results {
         let [p50, p90, p99, max, mean] = r.summary();
+        let sw = r.per_round_x100(r.stats.rq.nr_switches);
+        let pre = r.per_round_x100(r.stats.rq.wakeup_preempt);
         log::info!(
-            "  {:<20} {:>3},{:<3} {p50:>10} {p90:>10} {p99:>10} {max:>10} {mean:>10}",
+            "  {:<20} {:>3},{:<3} {p50:>10} {p90:>10} {p99:>10} {max:>10} {mean:>10} {:>6}.{:02} {:>6}.{:02}",
             r.name,
             r.a,
-            r.b
+            r.b,
+            sw / 100,
+            sw % 100,
+            pre / 100,
+            pre % 100
         );
     }
     let json = json_array(&results, |w, r| {
         let [p50, p90, p99, max, mean] = r.summary();
         write!(
             w,
-            "{{\"placement\":\"{}\",\"cpus\":[{},{}],\"p50_ns\":{p50},\"p90_ns\":{p90},\"p99_ns\":{p99},\"max_ns\":{max},\"mean_ns\":{mean}}}",
-            r.name, r.a, r.b,
+            "{{\"placement\":\"{}\",\"cpus\":[{},{}],\"p50_ns\":{p50},\"p90_ns\":{p90},\"p99_ns\":{p99},\"max_ns\":{max},\"mean_ns\":{mean},\"switches\":{},\"wakeup_preempts\":{},\"wakeups\":{}}}",
+            r.name,
+            r.a,
+            r.b,
+            r.stats.rq.nr_switches,
+            r.stats.rq.wakeup_preempt,
+            r.stats.wake.nr_wakeups,
         )
     });
     // One CPU: a round trip is two context switches plus one pipe write and
