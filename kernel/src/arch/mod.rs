@@ -9,6 +9,7 @@ pub mod gdt;
 pub mod identity;
 pub mod idt;
 pub mod ipi;
+pub mod irq;
 pub mod percpu;
 pub mod pic;
 pub mod qemu;

@@ -111,6 +111,10 @@ pub struct TrapFrame {
 
 /// Rust side of every interrupt and exception.
 extern "sysv64" fn trap_dispatch(frame: &mut TrapFrame) {
+    // SAFETY: every IDT gate is an interrupt gate, so the CPU cleared IF on
+    // entry; `iretq` restores it after this function returns.
+    let irq = unsafe { super::irq::IrqsOff::assume() };
+    let irq = &irq;
     let vector = frame.vector as u8;
     match vector {
         2 if crate::watchdog::fired() => crate::watchdog::nmi_report(frame),
@@ -124,12 +128,12 @@ extern "sysv64" fn trap_dispatch(frame: &mut TrapFrame) {
             timer::handle_tick();
             apic::eoi();
             crate::watchdog::on_tick();
-            crate::task::sched::on_tick();
+            crate::task::sched::on_tick(irq);
         }
         apic::RESCHEDULE_VECTOR => {
             ipi::handle_reschedule();
             apic::eoi();
-            crate::task::sched::on_reschedule_ipi();
+            crate::task::sched::on_reschedule_ipi(irq);
         }
         apic::CALL_FUNCTION_VECTOR => {
             ipi::handle_call_function();

@@ -37,7 +37,7 @@ pub fn hang() -> ExitCode {
             core::hint::spin_loop();
         }
     });
-    x86_64::instructions::interrupts::disable();
+    let _off = crate::arch::irq::disable();
     loop {
         core::hint::spin_loop();
     }
@@ -55,7 +55,7 @@ pub fn stuck(m: &Machine) -> ExitCode {
             ..Default::default()
         },
         || {
-            x86_64::instructions::interrupts::disable();
+            let _off = crate::arch::irq::disable();
             loop {
                 core::hint::spin_loop();
             }

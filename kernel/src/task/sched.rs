@@ -29,9 +29,10 @@ use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use sched::{DynPolicy, SchedConfig, SchedTopo, Scheduler, TaskId};
 use spin::{Mutex, Once};
 
-use super::api::{exit, preempt_point};
+use super::api::exit;
 use super::switch::switch_context;
 use super::thread::{Thread, ThreadId, ThreadState};
+use crate::arch::irq::{self, IrqsOff};
 use crate::arch::{ipi, percpu, time};
 use crate::sync::IrqSpinLock;
 use crate::trace;
@@ -144,24 +145,25 @@ pub fn init(topo: SchedTopo, cfg: SchedConfig, policy: DynPolicy, nr_cpus: usize
     CORE.call_once(|| Scheduler::with_policy(topo, cfg, policy));
 }
 
-pub(super) fn this_cpu() -> usize {
+/// This CPU's number. Only meaningful with interrupts off (a thread with
+/// interrupts on can be preempted and migrated between reading its CPU
+/// number and using it), hence the token.
+pub(super) fn this_cpu(_irq: &IrqsOff) -> usize {
     percpu::cpu_index() as usize
 }
 
-/// Runs `f(cpu)` with interrupts off, `cpu` read after disabling them (a
-/// thread with interrupts on can be preempted and migrated between reading
-/// its CPU number and using it).
-pub(super) fn on_this_cpu<R>(f: impl FnOnce(usize) -> R) -> R {
-    x86_64::instructions::interrupts::without_interrupts(|| f(this_cpu()))
+/// Runs `f(irq, cpu)` with interrupts off, `cpu` read after disabling them.
+pub(super) fn on_this_cpu<R>(f: impl FnOnce(&IrqsOff, usize) -> R) -> R {
+    irq::without(|irq| f(irq, this_cpu(irq)))
 }
 
 /// The running thread, if any (None on the idle context). Interrupts are
 /// off while the per-CPU cell is locked: a tick that switches threads takes
 /// the same cell, and must not find it held by the code it interrupted.
 pub fn current() -> Option<Arc<Thread>> {
-    x86_64::instructions::interrupts::without_interrupts(|| {
+    irq::without(|irq| {
         CPUS.get()
-            .and_then(|c| c[this_cpu()].current.lock().clone())
+            .and_then(|c| c[this_cpu(irq)].current.lock().clone())
     })
 }
 
@@ -183,13 +185,13 @@ pub fn thread_counts() -> (u64, u64) {
 
 /// The core's machine-wide statistics (per-CPU counters summed).
 pub fn stats() -> sched::stats::SchedStats {
-    x86_64::instructions::interrupts::without_interrupts(|| core().stats())
+    irq::without(|_| core().stats())
 }
 
 /// The core's machine-wide statistics as JSON.
 pub fn stats_json() -> String {
     let mut s = String::new();
-    let st = x86_64::instructions::interrupts::without_interrupts(|| core().stats());
+    let st = irq::without(|_| core().stats());
     let _ = st.write_json(&mut s);
     s
 }
@@ -280,8 +282,14 @@ pub fn describe_threads(limit: usize) -> Vec<String> {
     out
 }
 
-/// Wakes `t` from `cpu` (interrupts off). Returns CPUs to IPI.
-pub(super) fn wake_irqs_off(t: &Arc<Thread>, sync: bool, cpu: usize, now: u64) -> Vec<usize> {
+/// Wakes `t` from `cpu`. Returns CPUs to IPI.
+pub(super) fn wake_task(
+    _irq: &IrqsOff,
+    t: &Arc<Thread>,
+    sync: bool,
+    cpu: usize,
+    now: u64,
+) -> Vec<usize> {
     let mut w = t.wake.lock();
     match w.state {
         ThreadState::Blocked => {
@@ -325,21 +333,25 @@ pub(super) fn send_ipis(cpus: &[usize], me: usize) {
     }
 }
 
-/// Decides what `cpu` runs next and switches to it. Interrupts must be off;
-/// returns after this context runs again (maybe on another CPU: callers
-/// re-read the CPU number).
-pub(super) fn schedule_irqs_off(cpu: usize) {
-    switch_to(cpu, core().schedule(cpu, time::now_ns()));
+/// Decides what `cpu` runs next and switches to it; returns after this
+/// context runs again (maybe on another CPU: callers re-read the CPU
+/// number).
+pub(super) fn schedule(irq: &IrqsOff, cpu: usize) {
+    switch_to(irq, cpu, core().schedule(cpu, time::now_ns()));
+}
+
+/// Reschedules `cpu` if the core asked it to.
+pub(super) fn resched_if_needed(irq: &IrqsOff, cpu: usize) {
+    if core().need_resched(cpu) {
+        schedule(irq, cpu);
+    }
 }
 
 /// Carries out a `schedule()` decision of this CPU: reschedule IPIs, then
-/// the context switch (interrupts off).
-pub(super) fn switch_to(cpu: usize, sw: sched::Switch) {
-    debug_assert!(
-        !x86_64::instructions::interrupts::are_enabled(),
-        "schedule with interrupts on"
-    );
-    debug_assert_eq!(cpu, this_cpu(), "schedule for the wrong CPU");
+/// the context switch.
+pub(super) fn switch_to(irq: &IrqsOff, cpu: usize, sw: sched::Switch) {
+    debug_assert!(!irq::are_enabled(), "schedule with interrupts on");
+    debug_assert_eq!(cpu, this_cpu(irq), "schedule for the wrong CPU");
     let next = sw
         .next
         .map(|t| thread_of(t).expect("picked a task with no thread"));
@@ -390,14 +402,14 @@ pub(super) fn switch_to(cpu: usize, sw: sched::Switch) {
     // stored by the switch that last left it, or by `initial_stack`.
     unsafe { switch_context(save, prev_on_cpu, load, next_on_cpu) };
     crate::arch::fpu::switch_in();
-    finish_switch();
+    finish_switch(irq);
 }
 
 /// Runs on the new context right after a switch: drops this CPU's reference
 /// to the previous thread, freeing its stack if it exited (its context was
 /// released by `switch_context` and no CPU will run it again).
-fn finish_switch() {
-    let cs = cpu_state(this_cpu());
+fn finish_switch(irq: &IrqsOff) {
+    let cs = cpu_state(this_cpu(irq));
     // A dead thread never runs again once released; if another CPU still
     // has it on_cpu, that CPU's own finish_switch frees the stack.
     if let Some(p) = cs.prev.lock().take()
@@ -410,8 +422,11 @@ fn finish_switch() {
 
 /// First code of every new thread.
 pub(super) extern "sysv64" fn thread_start() -> ! {
-    finish_switch();
-    x86_64::instructions::interrupts::enable();
+    // Entered by a switch made with interrupts off; the switcher's token
+    // stayed with its context, so take (and give back) one of our own.
+    let off = irq::disable();
+    finish_switch(&off);
+    irq::enable(off);
     let me = current().expect("thread_start without a current thread");
     // `--seed`: a seed-derived spin before the body (see `jitter`).
     let jitter = super::jitter::start_jitter_ns(me.tid);
@@ -427,11 +442,11 @@ pub(super) extern "sysv64" fn thread_start() -> ! {
 /// Timer tick hook (interrupt context, after EOI): this CPU's expired
 /// sleepers, the core's tick (PELT, preemption, periodic balance), then
 /// preemption if needed.
-pub fn on_tick() {
+pub fn on_tick(irq: &IrqsOff) {
     if CORE.get().is_none() {
         return;
     }
-    let cpu = this_cpu();
+    let cpu = this_cpu(irq);
     let now = time::now_ns();
     let mut expired = Vec::new();
     {
@@ -442,43 +457,45 @@ pub fn on_tick() {
     }
     let mut resched = Vec::new();
     for t in &expired {
-        resched.extend(wake_irqs_off(t, false, cpu, now));
+        resched.extend(wake_task(irq, t, false, cpu, now));
     }
     let tick = core().tick(cpu, now);
     trace_migrations(cpu, &tick.migrations);
     resched.extend(tick.resched);
     send_ipis(&resched, cpu);
     if tick.need_resched || resched.contains(&cpu) {
-        schedule_irqs_off(cpu);
+        schedule(irq, cpu);
     }
 }
 
 /// Reschedule-IPI hook (interrupt context, after EOI).
-pub fn on_reschedule_ipi() {
+pub fn on_reschedule_ipi(irq: &IrqsOff) {
     if CORE.get().is_some() {
-        preempt_point();
+        resched_if_needed(irq, this_cpu(irq));
     }
 }
 
 /// The idle loop of every CPU once the scheduler runs: pick work when asked,
 /// otherwise halt until the next interrupt.
 pub fn idle_loop() -> ! {
-    x86_64::instructions::interrupts::disable();
-    let cpu = this_cpu();
+    let off = irq::disable();
+    // The idle context never migrates: its CPU number holds for good.
+    let cpu = this_cpu(&off);
     // Entering idle: let the core pick (and pull work by newly-idle balance).
-    schedule_irqs_off(cpu);
+    schedule(&off, cpu);
     loop {
-        x86_64::instructions::interrupts::disable();
+        let off = irq::disable();
         if core().need_resched(cpu) {
-            schedule_irqs_off(cpu);
+            schedule(&off, cpu);
             continue;
         }
         // `sti; hlt` (or `sti; mwait`) is atomic: no wakeup IPI can slip in
         // between. MWAIT also ends on a write to the monitored per-CPU word.
         if IDLE_MWAIT.load(Ordering::Relaxed) {
-            crate::arch::cpu::monitor_mwait(cpu_state(cpu).current_id.as_ptr() as *const u8);
+            let word = cpu_state(cpu).current_id.as_ptr() as *const u8;
+            crate::arch::cpu::monitor_mwait(off, word);
         } else {
-            x86_64::instructions::interrupts::enable_and_hlt();
+            irq::enable_and_hlt(off);
         }
     }
 }
