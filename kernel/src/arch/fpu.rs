@@ -220,14 +220,14 @@ pub fn switch_out(prev: Option<&FpuState>) {
 }
 
 /// Called with interrupts off on the resumed context right after
-/// `switch_context`: if this CPU now runs a thread that uses the FPU, TS is
-/// cleared and the thread's registers restored.
-pub fn switch_in() {
+/// `switch_context` (`now`: the FPU state of the thread this CPU runs now,
+/// None for the idle context): if it uses the FPU, TS is cleared and its
+/// registers restored.
+pub fn switch_in(now: Option<&FpuState>) {
     debug_assert!(!x86_64::instructions::interrupts::are_enabled());
-    let Some(thread) = crate::task::sched::current() else {
+    let Some(n) = now else {
         return; // the idle context
     };
-    let n = &thread.fpu;
     if !n.uses_fpu() {
         return;
     }
@@ -242,10 +242,11 @@ pub fn switch_in() {
     counters().restores.fetch_add(1, Ordering::Relaxed);
 }
 
-/// Handler of #NM (device not available, vector 7): a thread's first FPU
-/// instruction. `Ok` when handled (the instruction is retried on return
-/// from the trap); otherwise the reason for the fault report.
-pub fn device_not_available(frame: &TrapFrame) -> Result<(), &'static str> {
+/// First half of the #NM handler (device not available, vector 7): `Ok`
+/// if the trap can be a thread's first FPU instruction (TS set, interrupts
+/// were on), otherwise the reason for the fault report. The kernel then
+/// finds the running thread and calls [`first_use`].
+pub fn check_device_not_available(frame: &TrapFrame) -> Result<(), &'static str> {
     const IF: u64 = 1 << 9;
     if !ts_is_set() {
         return Err("#NM with CR0.TS clear (CR0.EM set?)");
@@ -255,10 +256,14 @@ pub fn device_not_available(frame: &TrapFrame) -> Result<(), &'static str> {
             "first FPU/SSE instruction with interrupts off (interrupt handler or critical section): not in thread context",
         );
     }
-    let Some(thread) = crate::task::sched::current() else {
-        return Err("FPU/SSE instruction outside a thread (idle loop or before the scheduler)");
-    };
-    let fpu = &thread.fpu;
+    Ok(())
+}
+
+/// Second half of the #NM handler: the running thread (whose state is `fpu`)
+/// executed its first FPU instruction. `Ok` when handled (the instruction
+/// is retried on return from the trap); otherwise the reason for the fault
+/// report.
+pub fn first_use(fpu: &FpuState) -> Result<(), &'static str> {
     if fpu.uses_fpu() {
         return Err("#NM in a thread that already uses the FPU (its state was not restored)");
     }

@@ -5,6 +5,7 @@
 pub mod apic;
 pub mod cpu;
 pub mod fpu;
+pub mod fpu_regs;
 pub mod gdt;
 pub mod identity;
 pub mod idt;
@@ -15,6 +16,7 @@ pub mod pic;
 pub mod qemu;
 pub mod serial;
 pub mod smp;
+pub mod switch;
 pub mod time;
 pub mod timer;
 pub mod trampoline;

@@ -1,12 +1,11 @@
 //! Kernel threads and their scheduling: thread records and stacks
-//! (`thread`), the seed's start jitter (`jitter`), the context switch (`switch`), the glue that runs the pure
+//! (`thread`), the seed's start jitter (`jitter`), the glue that runs the pure
 //! `sched` core and carries out its decisions (`sched`), and wait queues
 //! (`wait`), on which every blocking primitive is built.
 
 pub mod api;
 pub mod jitter;
 pub mod sched;
-pub mod switch;
 pub mod thread;
 pub mod wait;
 

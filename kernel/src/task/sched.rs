@@ -30,10 +30,10 @@ use sched::{DynPolicy, SchedConfig, SchedTopo, Scheduler, TaskId};
 use spin::{Mutex, Once};
 
 use super::api::exit;
-use super::switch::switch_context;
 use super::thread::{Thread, ThreadId, ThreadState};
 use crate::arch::irq::{self, IrqsOff};
-use crate::arch::{ipi, percpu, time};
+use crate::arch::switch::{self, Context};
+use crate::arch::{fpu, ipi, percpu, time};
 use crate::sync::IrqSpinLock;
 use crate::trace;
 
@@ -83,9 +83,8 @@ pub struct CpuSched {
     current: Mutex<Option<Arc<Thread>>>,
     /// Thread id + 1 of the running thread, 0 = idle (for remote readers).
     pub current_id: AtomicUsize,
-    idle_rsp: AtomicU64,
-    /// `on_cpu` of the idle context: set while this CPU runs its idle loop.
-    idle_on_cpu: AtomicBool,
+    /// The idle context (this CPU's boot stack): `on_cpu` while it runs.
+    idle: Context,
     prev: Mutex<Option<Arc<Thread>>>,
     /// Threads sleeping until a deadline, woken by this CPU's tick.
     sleepers: IrqSpinLock<BinaryHeap<Reverse<Sleeper>>>,
@@ -132,8 +131,7 @@ pub fn init(topo: SchedTopo, cfg: SchedConfig, policy: DynPolicy, nr_cpus: usize
             .map(|_| CpuSched {
                 current: Mutex::new(None),
                 current_id: AtomicUsize::new(0),
-                idle_rsp: AtomicU64::new(0),
-                idle_on_cpu: AtomicBool::new(true),
+                idle: Context::running(),
                 prev: Mutex::new(None),
                 sleepers: IrqSpinLock::new(BinaryHeap::new()),
                 switches: AtomicU64::new(0),
@@ -348,7 +346,10 @@ pub(super) fn resched_if_needed(irq: &IrqsOff, cpu: usize) {
 }
 
 /// Carries out a `schedule()` decision of this CPU: reschedule IPIs, then
-/// the context switch.
+/// the context switch. The crate's one `unsafe` outside `arch/` and `mm/`:
+/// the switch's safety rests on which thread runs and when a stack may be
+/// freed, which only this module knows.
+#[allow(unsafe_code)]
 pub(super) fn switch_to(irq: &IrqsOff, cpu: usize, sw: sched::Switch) {
     debug_assert!(!irq::are_enabled(), "schedule with interrupts on");
     debug_assert_eq!(cpu, this_cpu(irq), "schedule for the wrong CPU");
@@ -378,30 +379,27 @@ pub(super) fn switch_to(irq: &IrqsOff, cpu: usize, sw: sched::Switch) {
     }
     let tid = |t: &Option<Arc<Thread>>| t.as_ref().map_or(0, |t| t.tid);
     trace::event(cpu, trace::Kind::Switch, tid(&next), tid(&prev), 0);
-    crate::arch::fpu::switch_out(prev.as_deref().map(|p| &p.fpu));
-    let (save, prev_on_cpu) = match &prev {
-        Some(p) => (p.rsp.as_ptr(), &p.on_cpu as *const AtomicBool),
-        None => (cs.idle_rsp.as_ptr(), &cs.idle_on_cpu as *const AtomicBool),
-    };
-    let (load, next_on_cpu) = match &next {
-        Some(n) => (n.rsp.as_ptr() as *const u64, &n.on_cpu as *const AtomicBool),
-        None => (
-            cs.idle_rsp.as_ptr() as *const u64,
-            &cs.idle_on_cpu as *const AtomicBool,
-        ),
-    };
+    fpu::switch_out(prev.as_deref().map(|p| &p.fpu));
+    // Raw pointers: the threads move into `cs.prev`/`cs.current` below,
+    // which keep them alive across the switch.
+    let from: *const Context = prev.as_ref().map_or(&cs.idle, |p| &p.ctx);
+    let to: *const Context = next.as_ref().map_or(&cs.idle, |n| &n.ctx);
     cs.current_id
         .store(next.as_ref().map_or(0, |n| n.id + 1), Ordering::Relaxed);
     *cs.current.lock() = next;
     *cs.prev.lock() = prev;
     cs.switches.fetch_add(1, Ordering::Relaxed);
-    // SAFETY: interrupts are off. `save`/`prev_on_cpu` belong to the
-    // context running now (a thread kept alive by `cs.prev`, or this CPU's
-    // idle context); `load`/`next_on_cpu` belong to a live thread (kept
-    // alive by `cs.current`) or to this CPU's idle context, whose rsp was
-    // stored by the switch that last left it, or by `initial_stack`.
-    unsafe { switch_context(save, prev_on_cpu, load, next_on_cpu) };
-    crate::arch::fpu::switch_in();
+    // SAFETY: `from` is the context running now (a thread kept alive by
+    // `cs.prev` until the next switch on this CPU has saved it, or this
+    // CPU's idle context, which lives for good); `to` is a live thread's
+    // context (kept alive by `cs.current`) made by `Context::new` or saved
+    // by an earlier switch, or this CPU's idle context, saved by the switch
+    // that last left it. A thread's stack is freed only after it exited and
+    // its context was released (`finish_switch`), so it never runs again.
+    unsafe { switch::switch(irq, &*from, &*to) };
+    // Resumed, maybe on another CPU: restore this thread's FPU registers.
+    let cs = cpu_state(this_cpu(irq));
+    fpu::switch_in(cs.current.lock().as_deref().map(|t| &t.fpu));
     finish_switch(irq);
 }
 
@@ -414,7 +412,7 @@ fn finish_switch(irq: &IrqsOff) {
     // has it on_cpu, that CPU's own finish_switch frees the stack.
     if let Some(p) = cs.prev.lock().take()
         && p.has_exited()
-        && !p.on_cpu.load(Ordering::Acquire)
+        && !p.ctx.is_on_cpu()
     {
         p.release_stack();
     }
