@@ -8,7 +8,7 @@
 use core::ops::{Deref, DerefMut};
 
 use super::IrqSpinLock;
-use crate::task::{self, WaitQueue};
+use crate::task::{self, WF_NONE, WaitQueue};
 
 /// Mutual exclusion around `T` for kernel threads (never from interrupts).
 pub struct Mutex<T> {
@@ -77,6 +77,6 @@ impl<T> Drop for MutexGuard<'_, T> {
     fn drop(&mut self) {
         self.data.take();
         *self.mutex.locked.lock() = false;
-        self.mutex.waiters.wake_one(false);
+        self.mutex.waiters.wake_one(WF_NONE);
     }
 }

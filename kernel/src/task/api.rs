@@ -1,5 +1,5 @@
-//! The thread-facing scheduling API: spawn and join, block and wake, sleep,
-//! yield, preemption points and exit. Each call turns interrupts off, asks
+//! The thread-facing scheduling API: spawn and join, block, sleep, yield,
+//! preemption points and exit (the wake side is `wake.rs`). Each call turns interrupts off, asks
 //! the pure core for its decision (the core takes the runqueue locks it
 //! needs) and lets `sched.rs` carry it out.
 
@@ -12,9 +12,10 @@ use sched::{Start, TaskPolicy};
 
 use super::sched::{
     THREADS, add_sleeper, core, current, on_this_cpu, resched_if_needed, schedule, send_ipis,
-    set_task_thread, switch_to, this_cpu, thread_start, wake_task,
+    set_task_thread, switch_to, this_cpu, thread_start,
 };
 use super::thread::{Thread, ThreadState};
+use super::wake::WF_NONE;
 use crate::arch::{irq, time};
 
 /// Handle to wait for a thread's end.
@@ -133,22 +134,6 @@ pub fn block() {
     }
 }
 
-/// Wakes `t`; `sync` = the waker is about to sleep (WF_SYNC). Preempts the
-/// waker when the core says the wakee should run here now, unless the caller
-/// has interrupts off (interrupt handlers, exit path).
-pub fn wake(t: &Arc<Thread>, sync: bool) {
-    let off = irq::save_disable();
-    let may_preempt = off.were_on();
-    let cpu = this_cpu(off.irqs());
-    let resched = wake_task(off.irqs(), t, sync, cpu, time::now_ns());
-    // IPIs go out before interrupts come back, so `cpu` is still this CPU.
-    send_ipis(&resched, cpu);
-    drop(off);
-    if resched.contains(&cpu) && may_preempt {
-        preempt_point();
-    }
-}
-
 /// Sleeps for at least `ns` (tick resolution).
 pub fn sleep_ns(ns: u64) {
     let me = current().expect("sleep outside a thread");
@@ -178,7 +163,7 @@ pub fn exit() -> ! {
         table.exited += 1;
     }
     me.exited.store(true, Ordering::Release);
-    me.exit_wq.wake_all(false);
+    me.exit_wq.wake_all(WF_NONE);
     drop(me);
     schedule(&off, cpu);
     unreachable!("an exited thread was scheduled again")

@@ -30,7 +30,8 @@ use sched::{DynPolicy, SchedConfig, SchedTopo, Scheduler, TaskId};
 use spin::{Mutex, Once};
 
 use super::api::exit;
-use super::thread::{Thread, ThreadId, ThreadState};
+use super::thread::{Thread, ThreadId};
+use super::wake::{WF_NONE, try_to_wake_up};
 use crate::arch::irq::{self, IrqsOff};
 use crate::arch::switch::{self, Context};
 use crate::arch::{fpu, ipi, percpu, time};
@@ -280,36 +281,6 @@ pub fn describe_threads(limit: usize) -> Vec<String> {
     out
 }
 
-/// Wakes `t` from `cpu`. Returns CPUs to IPI.
-pub(super) fn wake_task(
-    _irq: &IrqsOff,
-    t: &Arc<Thread>,
-    sync: bool,
-    cpu: usize,
-    now: u64,
-) -> Vec<usize> {
-    let mut w = t.wake.lock();
-    match w.state {
-        ThreadState::Blocked => {
-            w.state = ThreadState::Runnable;
-            let r = core().wake_up(t.task, cpu, sync, now);
-            trace::event(
-                cpu,
-                trace::Kind::Wakeup,
-                t.tid,
-                r.cpu as u64,
-                u64::from(sync),
-            );
-            r.resched
-        }
-        ThreadState::Runnable => {
-            w.wake_pending = true;
-            Vec::new()
-        }
-        ThreadState::Exited => Vec::new(),
-    }
-}
-
 /// Trace the tasks the core moved (balancing, exec) from `cpu`'s call.
 fn trace_migrations(cpu: usize, moved: &[sched::core::Migration]) {
     if !trace::on() {
@@ -455,11 +426,13 @@ pub fn on_tick(irq: &IrqsOff) {
     }
     let mut resched = Vec::new();
     for t in &expired {
-        resched.extend(wake_task(irq, t, false, cpu, now));
+        if let Some(r) = try_to_wake_up(irq, t, WF_NONE, cpu, now) {
+            resched.extend(r.resched.iter().copied());
+        }
     }
     let tick = core().tick(cpu, now);
     trace_migrations(cpu, &tick.migrations);
-    resched.extend(tick.resched);
+    resched.extend(tick.resched.iter().copied());
     send_ipis(&resched, cpu);
     if tick.need_resched || resched.contains(&cpu) {
         schedule(irq, cpu);
