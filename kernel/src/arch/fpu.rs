@@ -34,6 +34,7 @@ use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use x86_64::registers::control::{Cr0, Cr0Flags, Cr4, Cr4Flags};
 
+use super::irq::IrqsOff;
 use super::percpu::{self, MAX_CPUS};
 use super::trap::TrapFrame;
 
@@ -202,8 +203,7 @@ fn clts() {
 /// running context (`prev`: its FPU state, None for the idle context): an FPU
 /// thread's registers are saved into its area, and TS is set for whatever
 /// runs next.
-pub fn switch_out(prev: Option<&FpuState>) {
-    debug_assert!(!x86_64::instructions::interrupts::are_enabled());
+pub fn switch_out(_irq: &IrqsOff, prev: Option<&FpuState>) {
     let Some(p) = prev.filter(|p| p.uses_fpu()) else {
         debug_assert!(ts_is_set(), "CR0.TS clear in a context without FPU state");
         return;
@@ -223,8 +223,7 @@ pub fn switch_out(prev: Option<&FpuState>) {
 /// `switch_context` (`now`: the FPU state of the thread this CPU runs now,
 /// None for the idle context): if it uses the FPU, TS is cleared and its
 /// registers restored.
-pub fn switch_in(now: Option<&FpuState>) {
-    debug_assert!(!x86_64::instructions::interrupts::are_enabled());
+pub fn switch_in(_irq: &IrqsOff, now: Option<&FpuState>) {
     let Some(n) = now else {
         return; // the idle context
     };

@@ -87,7 +87,7 @@ pub fn spawn(opts: SpawnOptions, f: impl FnOnce() + Send + 'static) -> JoinHandl
     let res = core().start_task(task, parent, cpu, start, opts.nice, TaskPolicy::Normal, now);
     crate::trace::event(cpu, crate::trace::Kind::Fork, thread.tid, res.cpu as u64, 0);
     // IPIs go out before interrupts come back, so `cpu` is still this CPU.
-    send_ipis(&res.resched, cpu);
+    send_ipis(off.irqs(), &res.resched, cpu);
     drop(off);
     if res.resched.contains(&cpu) {
         preempt_point();
@@ -138,7 +138,7 @@ pub fn block() {
 pub fn sleep_ns(ns: u64) {
     let me = current().expect("sleep outside a thread");
     let deadline = time::now_ns() + ns;
-    on_this_cpu(|_, cpu| add_sleeper(cpu, deadline, me));
+    on_this_cpu(|irq, cpu| add_sleeper(irq, cpu, deadline, me));
     while time::now_ns() < deadline {
         block();
     }

@@ -195,8 +195,9 @@ pub fn stats_json() -> String {
     s
 }
 
-/// Registers a sleeper on this CPU's timer heap.
-pub(super) fn add_sleeper(cpu: usize, deadline: u64, thread: Arc<Thread>) {
+/// Registers a sleeper on this CPU's (`cpu`, read with interrupts off)
+/// timer heap.
+pub(super) fn add_sleeper(_irq: &IrqsOff, cpu: usize, deadline: u64, thread: Arc<Thread>) {
     cpu_state(cpu)
         .sleepers
         .lock()
@@ -294,7 +295,9 @@ fn trace_migrations(cpu: usize, moved: &[sched::core::Migration]) {
     }
 }
 
-pub(super) fn send_ipis(cpus: &[usize], me: usize) {
+/// Sends the reschedule IPIs a core call asked for, except to `me`, this CPU
+/// (interrupts still off since the call, so it is still this CPU).
+pub(super) fn send_ipis(_irq: &IrqsOff, cpus: &[usize], me: usize) {
     for &c in cpus {
         if c != me {
             ipi::send_reschedule(c);
@@ -327,7 +330,7 @@ pub(super) fn switch_to(irq: &IrqsOff, cpu: usize, sw: sched::Switch) {
     let next = sw
         .next
         .map(|t| thread_of(t).expect("picked a task with no thread"));
-    send_ipis(&sw.resched, cpu);
+    send_ipis(irq, &sw.resched, cpu);
     trace_migrations(cpu, &sw.migrations);
     let cs = cpu_state(cpu);
     let prev = cs.current.lock().clone();
@@ -350,7 +353,7 @@ pub(super) fn switch_to(irq: &IrqsOff, cpu: usize, sw: sched::Switch) {
     }
     let tid = |t: &Option<Arc<Thread>>| t.as_ref().map_or(0, |t| t.tid);
     trace::event(cpu, trace::Kind::Switch, tid(&next), tid(&prev), 0);
-    fpu::switch_out(prev.as_deref().map(|p| &p.fpu));
+    fpu::switch_out(irq, prev.as_deref().map(|p| &p.fpu));
     // Raw pointers: the threads move into `cs.prev`/`cs.current` below,
     // which keep them alive across the switch.
     let from: *const Context = prev.as_ref().map_or(&cs.idle, |p| &p.ctx);
@@ -370,7 +373,7 @@ pub(super) fn switch_to(irq: &IrqsOff, cpu: usize, sw: sched::Switch) {
     unsafe { switch::switch(irq, &*from, &*to) };
     // Resumed, maybe on another CPU: restore this thread's FPU registers.
     let cs = cpu_state(this_cpu(irq));
-    fpu::switch_in(cs.current.lock().as_deref().map(|t| &t.fpu));
+    fpu::switch_in(irq, cs.current.lock().as_deref().map(|t| &t.fpu));
     finish_switch(irq);
 }
 
@@ -433,7 +436,7 @@ pub fn on_tick(irq: &IrqsOff) {
     let tick = core().tick(cpu, now);
     trace_migrations(cpu, &tick.migrations);
     resched.extend(tick.resched.iter().copied());
-    send_ipis(&resched, cpu);
+    send_ipis(irq, &resched, cpu);
     if tick.need_resched || resched.contains(&cpu) {
         schedule(irq, cpu);
     }

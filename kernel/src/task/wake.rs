@@ -42,7 +42,7 @@ pub fn wake(t: &Arc<Thread>, flags: WakeFlags) {
         return;
     };
     // IPIs go out before interrupts come back, so `cpu` is still this CPU.
-    send_ipis(&r.resched, cpu);
+    send_ipis(off.irqs(), &r.resched, cpu);
     drop(off);
     if r.resched.contains(&cpu) && may_preempt {
         preempt_point();
