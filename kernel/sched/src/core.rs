@@ -26,6 +26,7 @@ use crate::config::{PickPolicy, SchedConfig};
 use crate::fair::entity::{self, DequeueFlags, EnqueueFlags};
 use crate::fair::{cfs, eevdf};
 use crate::features::Feat;
+use crate::inline_vec::InlineVec;
 use crate::pelt::{self, Removed};
 use crate::rq::{LlcShared, Rq, RqSnap};
 use crate::small::Small;
@@ -74,6 +75,11 @@ fn loc(cpu: u32, slot: usize) -> u64 {
 const NO_CPU: u32 = u32::MAX;
 /// Directory value of a task being woken (owned by its waker for a moment).
 const IN_TRANSIT: u32 = u32::MAX - 1;
+
+/// Tasks a runqueue's arena (and its timeline) holds before it first
+/// grows: containers grow only when a runqueue holds more tasks than it
+/// ever has, so the hot paths allocate nothing in a steady state.
+const ARENA_START: usize = 8;
 
 /// Task id allocator: dense ids, reused after exit.
 #[derive(Debug, Default)]
@@ -126,7 +132,9 @@ impl Shared {
         }
         Shared {
             rqs,
-            arenas: (0..n).map(|_| Lock::new(TaskArena::default())).collect(),
+            arenas: (0..n)
+                .map(|_| Lock::new(TaskArena::with_capacity(ARENA_START)))
+                .collect(),
             // One slot per CPU, plus one for whole-machine contexts.
             stats: (0..=n).map(|_| Lock::new(SchedStats::new(n))).collect(),
             removed: (0..n).map(|_| Lock::new(Removed::default())).collect(),
@@ -176,7 +184,7 @@ impl Shared {
                 loc: &self.task_loc,
             },
             stats,
-            resched: Vec::new(),
+            resched: CpuList::new(),
         }
     }
 
@@ -463,6 +471,13 @@ impl core::ops::IndexMut<TaskId> for TaskSet<'_> {
     }
 }
 
+/// CPUs that must reschedule, as an operation returns them (inline: see
+/// [`crate::inline_vec`]).
+pub type CpuList = InlineVec<CpuId, 4>;
+
+/// Tasks an operation moved (inline up to 4, a batch spills).
+pub type Migrations = InlineVec<Migration, 4>;
+
 /// One task move decided by the core (the kernel IPIs `to` if needed).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Migration {
@@ -474,6 +489,18 @@ pub struct Migration {
     pub to: CpuId,
     /// Why.
     pub reason: MigrationReason,
+}
+
+/// Only fills unused inline slots of [`Migrations`].
+impl Default for Migration {
+    fn default() -> Self {
+        Migration {
+            task: TaskId(u32::MAX),
+            from: 0,
+            to: 0,
+            reason: MigrationReason::Wakeup,
+        }
+    }
 }
 
 /// One scheduler operation in progress: what it holds and may touch.
@@ -493,7 +520,7 @@ pub struct SchedCore<'a> {
     /// The acting CPU's statistics.
     pub stats: Guard<'a, SchedStats>,
     /// CPUs whose need_resched was set since the last drain (IPI targets).
-    pub(crate) resched: Vec<CpuId>,
+    pub(crate) resched: CpuList,
 }
 
 impl Drop for SchedCore<'_> {
@@ -661,7 +688,7 @@ impl<'a> SchedCore<'a> {
     }
 
     /// Drain the CPUs that need a reschedule.
-    pub fn take_resched(&mut self) -> Vec<CpuId> {
+    pub fn take_resched(&mut self) -> CpuList {
         core::mem::take(&mut self.resched)
     }
 

@@ -49,16 +49,15 @@ fn siblings_idle(core: &SchedCore, cpu: CpuId) -> bool {
 fn set_next_idle_core(core: &SchedCore, target: CpuId) {
     let t = &core.topo;
     let llc = &core.llc[t.llc_id[target]];
-    let mut cpus = t.llc_span[target].andnot(&t.smt[target]);
-    for c in t.llc_span[target].iter_wrap(target) {
-        if !cpus.contains(c) {
+    let span = &t.llc_span[target];
+    for c in span.iter_wrap(target) {
+        if t.smt[target].contains(c) || !t.first_of_core_in_scan(span, c, target) {
             continue;
         }
         if t.smt[c].iter().all(|s| core.idle_cpu(s)) {
             llc.set_idle_core(IdleCore::Core(t.core_id(c)));
             return;
         }
-        cpus = cpus.andnot(&t.smt[c]);
     }
     llc.set_idle_core(IdleCore::None);
 }

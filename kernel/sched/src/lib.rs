@@ -20,6 +20,7 @@ pub mod core;
 pub mod fair;
 pub mod features;
 pub mod idle;
+pub mod inline_vec;
 pub mod pelt;
 pub mod placement;
 pub mod policies;
@@ -38,6 +39,7 @@ pub mod weight;
 pub mod sim;
 
 pub use config::{PickPolicy, SchedConfig};
+pub use core::{CpuList, Migration, Migrations};
 pub use features::{Feat, Features};
 pub use placement::WakeFlags;
 pub use policy::{DynPolicy, FairPolicy, SchedPolicy};

@@ -9,13 +9,12 @@
 use crate::CpuId;
 use crate::balance::{domains, lb};
 use crate::config::PickPolicy;
-use crate::core::{Migration, SchedCore};
+use crate::core::{Migration, Migrations, SchedCore};
 use crate::fair::cfs;
 use crate::fair::entity::{self, DequeueFlags, EnqueueFlags};
 use crate::idle;
 use crate::placement::{self, WakeFlags};
 use crate::task::TaskId;
-use alloc::vec::Vec;
 
 /// sched_ext-style operations. Every method has the fair (CFS/EEVDF +
 /// Linux placement and balancing) behaviour as its default.
@@ -77,12 +76,12 @@ pub trait SchedPolicy {
     }
 
     /// Periodic balancing (`sched_balance_domains`), called when due.
-    fn balance(&self, core: &mut SchedCore, cpu: CpuId, now: u64) -> Vec<Migration> {
+    fn balance(&self, core: &mut SchedCore, cpu: CpuId, now: u64) -> Migrations {
         domains::rebalance_domains(core, cpu, now)
     }
 
     /// Newly-idle balancing (`sched_balance_newidle`).
-    fn newidle_balance(&self, core: &mut SchedCore, cpu: CpuId, now: u64) -> Vec<Migration> {
+    fn newidle_balance(&self, core: &mut SchedCore, cpu: CpuId, now: u64) -> Migrations {
         domains::newidle_balance(core, cpu, now)
     }
 
@@ -151,11 +150,11 @@ impl SchedPolicy for DynPolicy {
         (**self).tick(core, cpu, now)
     }
 
-    fn balance(&self, core: &mut SchedCore, cpu: CpuId, now: u64) -> Vec<Migration> {
+    fn balance(&self, core: &mut SchedCore, cpu: CpuId, now: u64) -> Migrations {
         (**self).balance(core, cpu, now)
     }
 
-    fn newidle_balance(&self, core: &mut SchedCore, cpu: CpuId, now: u64) -> Vec<Migration> {
+    fn newidle_balance(&self, core: &mut SchedCore, cpu: CpuId, now: u64) -> Migrations {
         (**self).newidle_balance(core, cpu, now)
     }
 

@@ -80,7 +80,8 @@ fn arb_op() -> impl Strategy<Value = Op> {
 }
 
 /// Serve reschedule requests like IPIs would.
-fn serve(s: &mut Scheduler, mut cpus: Vec<CpuId>, now: u64) {
+fn serve(s: &mut Scheduler, cpus: impl IntoIterator<Item = CpuId>, now: u64) {
+    let mut cpus: Vec<CpuId> = cpus.into_iter().collect();
     while let Some(c) = cpus.pop() {
         let sw = s.schedule(c, now);
         cpus.extend(sw.resched);

@@ -55,6 +55,8 @@ pub struct Rq {
     /// Srikar v3 6/8's per-CPU `is_idle` (IDLE_BUSY_ACCT): this CPU is
     /// counted idle in `nr_busy_cpus`. 1 when the domains are built.
     pub acct_idle: bool,
+    /// Scratch for `detach_tasks`' LRU order (reused, see `lru_tasks`).
+    pub lru_scratch: Vec<(u64, crate::task::TaskId)>,
     /// Pending active balance: push one task to this CPU.
     pub active_balance: Option<CpuId>,
     /// Pending sched_exec move of the current task (task, destination).
@@ -99,6 +101,7 @@ impl Rq {
                 .collect(),
             nohz_idle: false,
             acct_idle: true,
+            lru_scratch: Vec::with_capacity(64),
             active_balance: None,
             exec_migrate: None,
             cpu_capacity: 1024,

@@ -185,6 +185,13 @@ pub struct TaskArena {
 }
 
 impl TaskArena {
+    /// An arena with room for `n` tasks before it first grows.
+    pub fn with_capacity(n: usize) -> Self {
+        TaskArena {
+            tasks: Vec::with_capacity(n),
+        }
+    }
+
     /// Add a task; returns its slot.
     pub fn push(&mut self, t: Task) -> usize {
         self.tasks.push(t);

@@ -92,6 +92,20 @@ impl SchedTopo {
         self.smt[cpu].first().unwrap_or(cpu)
     }
 
+    /// Whether a scan of `span` that wraps from `start`
+    /// (`for_each_cpu_wrap`) and drops each examined core's siblings from
+    /// its mask (`cpumask_andnot(cpus, cpus, cpu_smt_mask(cpu))`) examines
+    /// `cpu`: no SMT sibling of `cpu` in `span` comes before it in scan
+    /// order. Siblings form one group per core, so this is the mask-free
+    /// form of that scan: the hot paths allocate no scratch mask.
+    pub fn first_of_core_in_scan(&self, span: &CpuMask, cpu: CpuId, start: CpuId) -> bool {
+        let n = self.nr_cpus;
+        let pos = |c: CpuId| (c + n - start) % n;
+        !self.smt[cpu]
+            .iter()
+            .any(|s| s != cpu && span.contains(s) && pos(s) < pos(cpu))
+    }
+
     /// How far a task moves from `a` to `b`.
     pub fn distance(&self, a: CpuId, b: CpuId) -> MigrationDistance {
         let (ta, tb) = (&self.cpus[a], &self.cpus[b]);

@@ -26,7 +26,7 @@ use alloc::vec::Vec;
 use core::cmp::{Ordering as CmpOrdering, Reverse};
 use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
-use sched::{DynPolicy, SchedConfig, SchedTopo, Scheduler, TaskId};
+use sched::{CpuList, DynPolicy, SchedConfig, SchedTopo, Scheduler, TaskId};
 use spin::{Mutex, Once};
 
 use super::api::exit;
@@ -420,22 +420,27 @@ pub fn on_tick(irq: &IrqsOff) {
     }
     let cpu = this_cpu(irq);
     let now = time::now_ns();
-    let mut expired = Vec::new();
-    {
-        let mut heap = cpu_state(cpu).sleepers.lock();
-        while heap.peek().is_some_and(|s| s.0.deadline <= now) {
-            expired.extend(heap.pop().map(|s| s.0.thread));
-        }
-    }
-    let mut resched = Vec::new();
-    for t in &expired {
-        if let Some(r) = try_to_wake_up(irq, t, WF_NONE, cpu, now) {
-            resched.extend(r.resched.iter().copied());
+    // Expired sleepers one at a time (no list to allocate on the tick).
+    let mut resched = CpuList::new();
+    loop {
+        let expired = {
+            let mut heap = cpu_state(cpu).sleepers.lock();
+            if heap.peek().is_none_or(|s| s.0.deadline > now) {
+                break;
+            }
+            heap.pop().map(|s| s.0.thread)
+        };
+        if let Some(r) = expired.and_then(|t| try_to_wake_up(irq, &t, WF_NONE, cpu, now)) {
+            for &c in r.resched.iter() {
+                resched.insert(c);
+            }
         }
     }
     let tick = core().tick(cpu, now);
     trace_migrations(cpu, &tick.migrations);
-    resched.extend(tick.resched.iter().copied());
+    for &c in tick.resched.iter() {
+        resched.insert(c);
+    }
     send_ipis(irq, &resched, cpu);
     if tick.need_resched || resched.contains(&cpu) {
         schedule(irq, cpu);

@@ -6,9 +6,8 @@
 use super::CpuIdleType;
 use super::lb::load_balance;
 use crate::CpuId;
-use crate::core::{Migration, SchedCore};
+use crate::core::{Migrations, SchedCore};
 use crate::fair::entity::update_rq_load_avg;
-use alloc::vec::Vec;
 use topology::SD_BALANCE_NEWIDLE;
 
 /// Modelled cost of a newly-idle balance pass per CPU of the domain (ns).
@@ -36,8 +35,8 @@ pub fn sd_balance_interval_ns(core: &SchedCore, cpu: CpuId, level: usize, busy: 
 }
 
 /// `sched_balance_domains(rq, idle)`: periodic balancing of every due domain.
-pub fn rebalance_domains(core: &mut SchedCore, cpu: CpuId, now: u64) -> Vec<Migration> {
-    let mut moved = Vec::new();
+pub fn rebalance_domains(core: &mut SchedCore, cpu: CpuId, now: u64) -> Migrations {
+    let mut moved = Migrations::new();
     let mut idle = if core.idle_cpu(cpu) {
         CpuIdleType::Idle
     } else {
@@ -88,8 +87,8 @@ fn update_newidle_cost(core: &mut SchedCore, cpu: CpuId, level: usize, cost: u64
 }
 
 /// `sched_balance_newidle(this_rq)`: try to pull work before going idle.
-pub fn newidle_balance(core: &mut SchedCore, cpu: CpuId, now: u64) -> Vec<Migration> {
-    let mut moved = Vec::new();
+pub fn newidle_balance(core: &mut SchedCore, cpu: CpuId, now: u64) -> Migrations {
+    let mut moved = Migrations::new();
     if core.rqs[cpu].nr_running() > 0 {
         return moved;
     }

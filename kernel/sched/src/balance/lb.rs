@@ -6,7 +6,7 @@
 use super::fbg::{find_busiest_group, find_busiest_queue};
 use super::{CpuIdleType, LbEnv, MigrationType};
 use crate::CpuId;
-use crate::core::{Migration, SchedCore};
+use crate::core::{Migration, Migrations, SchedCore};
 use crate::features::Feat;
 use crate::stats::MigrationReason;
 use crate::task::{TaskId, TaskPolicy};
@@ -17,7 +17,7 @@ use topology::SD_SHARE_CPUCAPACITY;
 #[derive(Clone, Debug, Default)]
 pub struct LbResult {
     /// Tasks moved.
-    pub moved: Vec<Migration>,
+    pub moved: Migrations,
     /// `continue_balancing`: false when another CPU balances this domain.
     pub continue_balancing: bool,
 }
@@ -115,16 +115,19 @@ pub fn can_migrate_task(core: &mut SchedCore, env: &LbEnv, p: TaskId, active: bo
 /// Source tasks in `cfs_tasks` tail order. Linux moves a task to the list
 /// head when it is enqueued or picked, so the tail holds the task least
 /// recently enqueued-or-run: order by max(last run, last enqueue).
-fn lru_tasks(core: &SchedCore, cpu: CpuId, max: usize) -> Vec<TaskId> {
-    let mut v: Vec<(u64, TaskId)> = core
-        .rq_tasks(cpu)
-        .map(|t| {
-            let task = &core.tasks[t];
-            (task.se.exec_start.max(task.wait_start), t)
-        })
-        .collect();
+/// Sorted into `cpu`'s scratch list (taken out of its runqueue; the caller
+/// gives it back with [`Rq::lru_scratch`](crate::rq::Rq::lru_scratch)), so
+/// balancing allocates only when a runqueue holds more tasks than ever.
+fn lru_tasks(core: &mut SchedCore, cpu: CpuId, max: usize) -> Vec<(u64, TaskId)> {
+    let mut v = core::mem::take(&mut core.rqs[cpu].lru_scratch);
+    v.clear();
+    v.extend(core.rq_tasks(cpu).map(|t| {
+        let task = &core.tasks[t];
+        (task.se.exec_start.max(task.wait_start), t)
+    }));
     v.sort_unstable();
-    v.into_iter().take(max).map(|(_, t)| t).collect()
+    v.truncate(max);
+    v
 }
 
 /// `detach_tasks()` + `attach_tasks()`.
@@ -133,13 +136,14 @@ pub fn detach_tasks(
     env: &mut LbEnv,
     reason: MigrationReason,
     now: u64,
-) -> Vec<Migration> {
-    let mut moved = Vec::new();
+) -> Migrations {
+    let mut moved = Migrations::new();
     if env.imbalance <= 0 || core.rqs[env.src_cpu].nr_running() <= 1 {
         return moved;
     }
     let failed = core.rqs[env.dst_cpu].sd[env.level].nr_balance_failed;
-    for p in lru_tasks(core, env.src_cpu, env.loop_max as usize) {
+    let lru = lru_tasks(core, env.src_cpu, env.loop_max as usize);
+    for &(_, p) in &lru {
         if env.idle != CpuIdleType::NotIdle && core.rqs[env.src_cpu].nr_running() <= 1 {
             break;
         }
@@ -171,6 +175,7 @@ pub fn detach_tasks(
             break;
         }
     }
+    core.rqs[env.src_cpu].lru_scratch = lru;
     moved
 }
 
@@ -217,7 +222,7 @@ fn load_balance_one(
     };
     core.stats.lb.lb_count += 1;
     let mut res = LbResult {
-        moved: Vec::new(),
+        moved: Migrations::new(),
         continue_balancing: true,
     };
     let balanced = 'find: {
@@ -323,13 +328,15 @@ pub fn active_load_balance_cpu_stop(
         return None;
     }
     let mut pushed = None;
-    for p in lru_tasks(core, busiest, usize::MAX) {
+    let lru = lru_tasks(core, busiest, usize::MAX);
+    for &(_, p) in &lru {
         if core.rqs[busiest].curr != Some(p) && can_migrate_task(core, &env, p, true) {
             core.stats.lb.alb_pushed += 1;
             pushed = Some(core.move_queued_task(p, target, MigrationReason::Active, now));
             break;
         }
     }
+    core.rqs[busiest].lru_scratch = lru;
     core.unlock(target);
     if pushed.is_none() {
         core.stats.lb.alb_failed += 1;

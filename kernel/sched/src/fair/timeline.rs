@@ -42,11 +42,11 @@ impl Default for Timeline {
 }
 
 impl Timeline {
-    /// An empty timeline.
+    /// An empty timeline, with room for 8 entities before it first grows.
     pub fn new() -> Self {
         Timeline {
-            nodes: Vec::new(),
-            free: Vec::new(),
+            nodes: Vec::with_capacity(8),
+            free: Vec::with_capacity(8),
             root: NIL,
             len: 0,
             rng: 0x9E37_79B9,
@@ -180,6 +180,13 @@ impl Timeline {
             }
             None => {
                 self.nodes.push(node);
+                // Room for every node on the free list too, so removals
+                // never allocate: the tree allocates only when it holds
+                // more entities than it ever has.
+                let want = self.nodes.capacity();
+                if self.free.capacity() < want {
+                    self.free.reserve_exact(want - self.free.len());
+                }
                 (self.nodes.len() - 1) as u32
             }
         };
@@ -282,9 +289,12 @@ impl Timeline {
         None
     }
 
-    /// In-order iteration (for invariant checks and the load balancer).
+    /// In-order iteration (for invariant checks and the load balancer). The
+    /// path stack stays inline for trees up to 48 levels deep (a treap of
+    /// n nodes is about 2.5 ln n deep), so the balancer's walk does not
+    /// allocate.
     pub fn iter(&self) -> impl Iterator<Item = (u64, TaskId, u64)> + '_ {
-        let mut stack = Vec::new();
+        let mut stack: crate::inline_vec::InlineVec<u32, 48> = Default::default();
         let mut t = self.root;
         core::iter::from_fn(move || {
             while t != NIL {

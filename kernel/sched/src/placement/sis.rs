@@ -15,7 +15,6 @@ use crate::features::Feat;
 use crate::idle::idle_core_id;
 use crate::rq::IdleCore;
 use crate::task::TaskId;
-use topology::CpuMask;
 
 /// Mainline `test_idle_cores(cpu)`: does the LLC of `cpu` (probably) have
 /// an idle core?
@@ -111,19 +110,17 @@ pub fn select_idle_cpu_hint(
             return ScanResult::None;
         }
     }
-    let span = core.topo.llc_span[target].clone();
-    let mut visited = CpuMask::new(core.topo.nr_cpus);
+    let topo = core.topo;
+    let span = &topo.llc_span[target];
     let mut idle_cpu = None;
     let mut scanned = 0u64;
-    let start = (target + 1) % core.topo.nr_cpus;
+    let start = (target + 1) % topo.nr_cpus;
     let mut found = ScanResult::None;
     for cpu in span.iter_wrap(start) {
         if has_idle_core {
-            if visited.contains(cpu) {
+            // Each core once, at its first CPU in scan order.
+            if !topo.first_of_core_in_scan(span, cpu, start) {
                 continue;
-            }
-            for s in core.topo.smt[cpu].iter() {
-                visited.set(s);
             }
             // Without SMT, Linux's select_idle_core() is __select_idle_cpu():
             // the CPU itself if idle-ish. Only 3/8 gets here without SMT (its

@@ -5,7 +5,7 @@
 use super::{Scheduler, WakeupResult};
 use crate::CpuId;
 use crate::config::PickPolicy;
-use crate::core::SchedCore;
+use crate::core::{CpuList, SchedCore};
 use crate::fair::entity::{self, DequeueFlags, EnqueueFlags};
 use crate::features::Feat;
 use crate::pelt;
@@ -13,7 +13,6 @@ use crate::placement::WakeFlags;
 use crate::policy::SchedPolicy;
 use crate::stats::MigrationReason;
 use crate::task::{Task, TaskId, TaskPolicy, TaskState};
-use alloc::vec::Vec;
 
 /// Where [`Scheduler::start_task`] puts a new task.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -260,7 +259,7 @@ impl<P: SchedPolicy> Scheduler<P> {
             return WakeupResult {
                 task: p,
                 cpu: waker_cpu,
-                resched: Vec::new(),
+                resched: CpuList::new(),
             };
         };
         let prev = core.tasks[p].cpu;

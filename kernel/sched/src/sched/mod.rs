@@ -14,14 +14,13 @@ pub use lifecycle::Start;
 
 use crate::CpuId;
 use crate::config::SchedConfig;
-use crate::core::{Migration, SchedCore, Shared};
+use crate::core::{CpuList, Migrations, SchedCore, Shared};
 use crate::fair::entity;
 use crate::idle;
 use crate::policy::{FairPolicy, SchedPolicy};
 use crate::stats::{MigrationReason, SchedStats};
 use crate::task::{Task, TaskId, TaskState, Tasks};
 use crate::topo::SchedTopo;
-use alloc::vec::Vec;
 
 /// Outcome of a wakeup or fork.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -31,7 +30,7 @@ pub struct WakeupResult {
     /// Where it was queued.
     pub cpu: CpuId,
     /// CPUs that must reschedule (IPI if remote).
-    pub resched: Vec<CpuId>,
+    pub resched: CpuList,
 }
 
 /// Outcome of `schedule()`.
@@ -42,9 +41,9 @@ pub struct Switch {
     /// What runs now (None = idle).
     pub next: Option<TaskId>,
     /// Tasks moved (newly-idle pull, active push).
-    pub migrations: Vec<Migration>,
+    pub migrations: Migrations,
     /// Other CPUs that must reschedule.
-    pub resched: Vec<CpuId>,
+    pub resched: CpuList,
 }
 
 /// Outcome of a tick.
@@ -53,9 +52,9 @@ pub struct TickResult {
     /// This CPU must call `schedule()`.
     pub need_resched: bool,
     /// Tasks moved by periodic balancing.
-    pub migrations: Vec<Migration>,
+    pub migrations: Migrations,
     /// CPUs that must reschedule (may include this one).
-    pub resched: Vec<CpuId>,
+    pub resched: CpuList,
 }
 
 /// The scheduler: the shared state plus a policy. Every entry point takes
@@ -153,7 +152,7 @@ impl<P: SchedPolicy> Scheduler<P> {
     pub(crate) fn schedule_locked(&self, core: &mut SchedCore<'_>, cpu: CpuId, now: u64) -> Switch {
         let now = core.update_rq_clock(cpu, now);
         let cfg = core.cfg;
-        let mut migrations = Vec::new();
+        let mut migrations = Migrations::new();
         core.rqs[cpu].need_resched = false;
         let prev = core.rqs[cpu].curr;
         // Slice bookkeeping of prev, kept if prev is picked again (Linux's
@@ -277,7 +276,7 @@ impl<P: SchedPolicy> Scheduler<P> {
             core.resched_curr(cpu);
         }
         idle::tick_accounting(&mut core, cpu);
-        let mut migrations = Vec::new();
+        let mut migrations = Migrations::new();
         if now >= core.rqs[cpu].next_balance {
             migrations = self.policy.balance(&mut core, cpu, now);
         }

@@ -179,8 +179,8 @@ impl<P: SchedPolicy> Sim<P> {
         self.sim_task(p).remaining = 0;
     }
 
-    fn serve(&mut self, cpus: Vec<CpuId>) {
-        let mut q: VecDeque<CpuId> = cpus.into();
+    fn serve(&mut self, cpus: impl IntoIterator<Item = CpuId>) {
+        let mut q: VecDeque<CpuId> = cpus.into_iter().collect();
         while let Some(cpu) = q.pop_front() {
             for c in self.reschedule(cpu) {
                 if !q.contains(&c) {
@@ -209,7 +209,7 @@ impl<P: SchedPolicy> Sim<P> {
             let g = self.generation[cpu];
             self.push(now.saturating_add(rem), Event::BurstEnd(cpu, g));
         }
-        let mut more = sw.resched;
+        let mut more = sw.resched.to_vec();
         for m in &sw.migrations {
             more.push(m.to);
             self.last_balance_migration = now;

@@ -298,6 +298,9 @@ pub struct SchedStats {
     pub fork_targets: Vec<u64>,
 }
 
+/// Domain levels [`SchedStats::lb_by_domain`] holds without growing.
+const MAX_DOMAIN_LEVELS: usize = 8;
+
 impl SchedStats {
     /// Empty statistics for `nr_cpus` CPUs.
     pub fn new(nr_cpus: usize) -> Self {
@@ -305,7 +308,9 @@ impl SchedStats {
             wake: WakeStats::default(),
             sis: SisStats::default(),
             lb: LbStats::default(),
-            lb_by_domain: Vec::new(),
+            // Room for every level a machine has (SMT, CLS, MC, PKG and a
+            // few NUMA levels), so the balancer never allocates here.
+            lb_by_domain: Vec::with_capacity(MAX_DOMAIN_LEVELS),
             rq: RqStats::default(),
             migrations: MigrationStats::default(),
             wait_ns: Log2Histogram::default(),
