@@ -1,7 +1,7 @@
-//! The context switch. A thread that is not running is fully described by its
-//! saved stack pointer ([`Context`]): `switch_context` pushes the callee-saved registers
-//! (rbx, rbp, r12-r15) on the old stack, stores rsp, loads the new rsp and
-//! pops the new thread's registers. Everything else is caller-saved by the
+//! The context switch. A thread that is not running is fully described by
+//! its saved stack pointer ([`Context`]): `switch_context` pushes the
+//! callee-saved registers (rbx, rbp, r12-r15) on the old stack, stores rsp,
+//! loads the new rsp and pops the new thread's registers. Everything else is caller-saved by the
 //! System V ABI. Always called with interrupts disabled.
 //!
 //! FPU/SSE: the kernel target (`x86_64-unknown-none`) is soft-float, so
@@ -57,8 +57,10 @@ impl Context {
 /// `prev` must be the context running now on this CPU. `next` must be a
 /// context made by [`Context::new`] or saved by an earlier `switch`, whose
 /// stack stays allocated until it runs again and for as long as it runs; it
-/// may still be running elsewhere (this waits for its release). `prev`'s
-/// stack must stay allocated until it is resumed.
+/// may still be running elsewhere (this waits for its release). `prev`
+/// itself is touched only until this switch has released it; its stack must
+/// stay allocated until it is resumed, or for good if it never is (an
+/// exited thread's).
 pub unsafe fn switch(_irq: &IrqsOff, prev: &Context, next: &Context) {
     // SAFETY: interrupts are off (the token); the caller guarantees the
     // contexts and their stacks as `switch_context` requires.

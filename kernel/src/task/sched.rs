@@ -363,9 +363,10 @@ pub(super) fn switch_to(irq: &IrqsOff, cpu: usize, sw: sched::Switch) {
     *cs.current.lock() = next;
     *cs.prev.lock() = prev;
     cs.switches.fetch_add(1, Ordering::Relaxed);
-    // SAFETY: `from` is the context running now (a thread kept alive by
-    // `cs.prev` until the next switch on this CPU has saved it, or this
-    // CPU's idle context, which lives for good); `to` is a live thread's
+    // SAFETY: interrupts are off (`irq`). `from` is the context running now:
+    // a thread kept alive by `cs.prev` until the context resumed here runs
+    // `finish_switch`, which is after this switch saved and released it, or
+    // this CPU's idle context, which lives for good. `to` is a live thread's
     // context (kept alive by `cs.current`) made by `Context::new` or saved
     // by an earlier switch, or this CPU's idle context, saved by the switch
     // that last left it. A thread's stack is freed only after it exited and
