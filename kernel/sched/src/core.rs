@@ -98,6 +98,9 @@ pub struct Shared {
     rqs: Vec<Lock<Rq>>,
     arenas: Vec<Lock<TaskArena>>,
     stats: Vec<Lock<SchedStats>>,
+    /// Per acting CPU (like `stats`): the task an operation has in transit.
+    /// Kept out of [`SchedCore`] so a context stays small to pass around.
+    transit: Vec<Lock<Option<Task>>>,
     removed: Vec<Lock<Removed>>,
     /// Something waits in `removed[cpu]` (skips its lock otherwise).
     removed_pending: Vec<AtomicBool>,
@@ -137,6 +140,7 @@ impl Shared {
                 .collect(),
             // One slot per CPU, plus one for whole-machine contexts.
             stats: (0..=n).map(|_| Lock::new(SchedStats::new(n))).collect(),
+            transit: (0..=n).map(|_| Lock::new(None)).collect(),
             removed: (0..n).map(|_| Lock::new(Removed::default())).collect(),
             removed_pending: (0..n).map(|_| AtomicBool::new(false)).collect(),
             snap,
@@ -165,12 +169,19 @@ impl Shared {
     /// A context acting on `acting_cpu` that holds no runqueue yet
     /// (`acting_cpu == nr_cpus` names the whole-machine statistics slot).
     pub fn context(&self, acting_cpu: CpuId) -> SchedCore<'_> {
-        self.context_with(lock_or_report(&self.stats[acting_cpu], "statistics"))
+        self.context_with(
+            lock_or_report(&self.stats[acting_cpu], "statistics"),
+            lock_or_report(&self.transit[acting_cpu], "transit"),
+        )
     }
 
-    fn context_with<'a>(&'a self, stats: Guard<'a, SchedStats>) -> SchedCore<'a> {
+    fn context_with<'a>(
+        &'a self,
+        stats: Guard<'a, SchedStats>,
+        transit: Guard<'a, Option<Task>>,
+    ) -> SchedCore<'a> {
         SchedCore {
-            cfg: self.cfg,
+            cfg: &self.cfg,
             topo: &self.topo,
             llc: &self.llc,
             shared: self,
@@ -180,7 +191,7 @@ impl Shared {
             tasks: TaskSet {
                 shared: self,
                 held: Small::default(),
-                transit: None,
+                transit,
                 loc: &self.task_loc,
             },
             stats,
@@ -193,9 +204,10 @@ impl Shared {
     /// slot.
     pub fn try_lock(&self, cpu: CpuId) -> Option<SchedCore<'_>> {
         let stats = self.stats[self.nr_cpus()].try_lock()?;
+        let transit = self.transit[self.nr_cpus()].try_lock()?;
         let rq = self.rqs[cpu].try_lock()?;
         let arena = self.arenas[cpu].try_lock()?;
-        let mut c = self.context_with(stats);
+        let mut c = self.context_with(stats, transit);
         c.take_locks(cpu, rq, arena, 0);
         Some(c)
     }
@@ -309,6 +321,7 @@ impl RqSet<'_> {
 
 impl core::ops::Index<CpuId> for RqSet<'_> {
     type Output = Rq;
+    #[inline]
     fn index(&self, cpu: CpuId) -> &Rq {
         match self.pos(cpu) {
             Ok(i) => &self.held.get(i).expect("held").1,
@@ -318,6 +331,7 @@ impl core::ops::Index<CpuId> for RqSet<'_> {
 }
 
 impl core::ops::IndexMut<CpuId> for RqSet<'_> {
+    #[inline]
     fn index_mut(&mut self, cpu: CpuId) -> &mut Rq {
         match self.pos(cpu) {
             Ok(i) => &mut self.held.get_mut(i).expect("held").1,
@@ -331,15 +345,16 @@ impl core::ops::IndexMut<CpuId> for RqSet<'_> {
 pub struct TaskSet<'a> {
     shared: &'a Shared,
     held: Small<(CpuId, Guard<'a, TaskArena>)>,
-    /// At most one task is in transit per operation.
-    transit: Option<Task>,
+    /// At most one task is in transit per operation (the acting CPU's
+    /// slot in [`Shared`]).
+    transit: Guard<'a, Option<Task>>,
     /// The task directory (`Shared::task_loc`), one pointer closer.
     loc: &'a [AtomicU64],
 }
 
 impl TaskSet<'_> {
     /// (index in `held`, slot) of a task homed on a held runqueue.
-    #[inline]
+    #[inline(always)]
     fn locate(&self, id: TaskId) -> Option<(usize, usize)> {
         let v = self.loc.get(id.0 as usize)?.load(Relaxed);
         let (cpu, slot) = ((v >> 32) as usize, v as u32 as usize);
@@ -385,13 +400,14 @@ impl TaskSet<'_> {
     }
 
     /// The task, if this operation can reach it.
-    #[inline]
+    #[inline(always)]
     pub fn get_mut(&mut self, id: TaskId) -> Option<&mut Task> {
-        if self.transit.as_ref().is_some_and(|t| t.id == id) {
-            return self.transit.as_mut();
+        // The directory first: a task in transit is never homed on a held
+        // runqueue, and the common case costs one load.
+        if let Some((h, slot)) = self.locate(id) {
+            return self.arena(h).at_mut(slot).filter(|t| t.id == id);
         }
-        let (h, slot) = self.locate(id)?;
-        self.arena(h).at_mut(slot).filter(|t| t.id == id)
+        (*self.transit).as_mut().filter(|t| t.id == id)
     }
 
     /// Tasks homed on the held runqueues and in transit.
@@ -413,7 +429,7 @@ impl TaskSet<'_> {
     /// Start owning a task in transit.
     pub fn push_transit(&mut self, t: Task) {
         assert!(self.transit.is_none(), "two tasks in transit");
-        self.transit = Some(t);
+        *self.transit = Some(t);
     }
 
     /// Whether `id` is the task in transit.
@@ -446,18 +462,20 @@ impl TaskSet<'_> {
 }
 
 impl Tasks for TaskSet<'_> {
-    #[inline]
+    #[inline(always)]
     fn get(&self, id: TaskId) -> Option<&Task> {
-        if let Some(t) = self.transit.as_ref().filter(|t| t.id == id) {
-            return Some(t);
+        if let Some((h, slot)) = self.locate(id) {
+            return self.held.get(h)?.1.at(slot).filter(|t| t.id == id);
         }
-        let (h, slot) = self.locate(id)?;
-        self.held.get(h)?.1.at(slot).filter(|t| t.id == id)
+        (*self.transit).as_ref().filter(|t| t.id == id)
     }
 }
 
 impl core::ops::Index<TaskId> for TaskSet<'_> {
     type Output = Task;
+    // Always inlined: the fair class looks tasks up dozens of times per
+    // wakeup (callgrind: a call frame per lookup was a tenth of the path).
+    #[inline(always)]
     fn index(&self, id: TaskId) -> &Task {
         Tasks::get(self, id)
             .unwrap_or_else(|| panic!("task {} used without its runqueue lock", id.0))
@@ -465,6 +483,7 @@ impl core::ops::Index<TaskId> for TaskSet<'_> {
 }
 
 impl core::ops::IndexMut<TaskId> for TaskSet<'_> {
+    #[inline(always)]
     fn index_mut(&mut self, id: TaskId) -> &mut Task {
         self.get_mut(id)
             .unwrap_or_else(|| panic!("task {} used without its runqueue lock", id.0))
@@ -506,7 +525,7 @@ impl Default for Migration {
 /// One scheduler operation in progress: what it holds and may touch.
 pub struct SchedCore<'a> {
     /// Run configuration.
-    pub cfg: SchedConfig,
+    pub cfg: &'a SchedConfig,
     /// Topology facts.
     pub topo: &'a SchedTopo,
     /// Per-LLC shared state, indexed by `sd_llc_id`.
@@ -799,7 +818,7 @@ impl<'a> SchedCore<'a> {
         }
         debug_assert_eq!(self.shared.task_cpu(p), Some(cpu), "enqueue away from home");
         let rq = &mut self.rqs[cpu];
-        entity::enqueue_entity(&mut rq.cfs, &mut self.tasks, &cfg, p, flags, now);
+        entity::enqueue_entity(&mut rq.cfs, &mut self.tasks, cfg, p, flags, now);
         let t = &mut self.tasks[p];
         t.cpu = cpu;
         if rq.curr != Some(p) {
@@ -814,7 +833,7 @@ impl<'a> SchedCore<'a> {
     pub fn dequeue_task(&mut self, cpu: CpuId, p: TaskId, flags: DequeueFlags, now: u64) {
         let cfg = self.cfg;
         let rq = &mut self.rqs[cpu];
-        entity::dequeue_entity(&mut rq.cfs, &mut self.tasks, &cfg, p, flags, now);
+        entity::dequeue_entity(&mut rq.cfs, &mut self.tasks, cfg, p, flags, now);
     }
 
     /// `migrate_task_rq_fair()` for a waking task (CFS <= 6.5): its vruntime
@@ -939,7 +958,7 @@ impl<'a> SchedCore<'a> {
                 PickPolicy::Cfs => cfs::check_preempt_wakeup(
                     &mut rq.cfs,
                     &mut self.tasks,
-                    &cfg,
+                    cfg,
                     c,
                     p,
                     is_fork,
@@ -949,7 +968,7 @@ impl<'a> SchedCore<'a> {
                 PickPolicy::Eevdf => eevdf::check_preempt_wakeup(
                     &mut rq.cfs,
                     &mut self.tasks,
-                    &cfg,
+                    cfg,
                     c,
                     p,
                     is_fork,

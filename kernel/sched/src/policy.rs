@@ -53,7 +53,7 @@ pub trait SchedPolicy {
     /// (curr has already been put back).
     fn pick_next(&self, core: &mut SchedCore, cpu: CpuId, _now: u64) -> Option<TaskId> {
         let cfg = core.cfg;
-        entity::pick_next_entity(&mut core.rqs[cpu].cfs, &core.tasks, &cfg)
+        entity::pick_next_entity(&mut core.rqs[cpu].cfs, &core.tasks, cfg)
     }
 
     /// `ops.tick` / `task_tick_fair`: account curr; true = reschedule.
@@ -61,7 +61,7 @@ pub trait SchedPolicy {
         let cfg = core.cfg;
         let rq = &mut core.rqs[cpu];
         let Some(c) = rq.curr else { return false };
-        let mut resched = entity::update_curr(&mut rq.cfs, &mut core.tasks, &cfg, now);
+        let mut resched = entity::update_curr(&mut rq.cfs, &mut core.tasks, cfg, now);
         entity::update_load_avg(
             &mut rq.cfs,
             &mut core.tasks,
@@ -70,7 +70,7 @@ pub trait SchedPolicy {
             entity::PeltAction::None,
         );
         if cfg.pick == PickPolicy::Cfs && rq.cfs.nr_running > 1 {
-            resched |= cfs::check_preempt_tick(&mut rq.cfs, &core.tasks, &cfg, c);
+            resched |= cfs::check_preempt_tick(&mut rq.cfs, &core.tasks, cfg, c);
         }
         resched
     }

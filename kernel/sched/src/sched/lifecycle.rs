@@ -149,14 +149,14 @@ impl<P: SchedPolicy> Scheduler<P> {
         {
             let c = &mut core;
             let rq = &mut c.rqs[this_cpu];
-            entity::update_curr(&mut rq.cfs, &mut c.tasks, &cfg, now);
+            entity::update_curr(&mut rq.cfs, &mut c.tasks, cfg, now);
             match cfg.pick {
                 PickPolicy::Cfs => {
                     let pv = parent
                         .filter(|&q| rq.curr == Some(q))
                         .map_or(rq.cfs.min_vruntime, |q| c.tasks[q].se.vruntime);
                     c.tasks[p].se.vruntime = pv;
-                    crate::fair::cfs::place_entity(&rq.cfs, &mut c.tasks, &cfg, p, true);
+                    crate::fair::cfs::place_entity(&rq.cfs, &mut c.tasks, cfg, p, true);
                     // Relative until enqueue_entity (no ENQUEUE_WAKEUP) adds
                     // the chosen queue's min_vruntime after its update_curr.
                     let se = &mut c.tasks[p].se;
@@ -390,12 +390,12 @@ impl<P: SchedPolicy> Scheduler<P> {
         match cfg.pick {
             PickPolicy::Cfs => {
                 if c.tasks[cur].policy != TaskPolicy::Batch {
-                    entity::update_curr(&mut rq.cfs, &mut c.tasks, &cfg, now);
+                    entity::update_curr(&mut rq.cfs, &mut c.tasks, cfg, now);
                 }
                 crate::fair::cfs::yield_task(&mut rq.cfs, cur);
             }
             PickPolicy::Eevdf => {
-                entity::update_curr(&mut rq.cfs, &mut c.tasks, &cfg, now);
+                entity::update_curr(&mut rq.cfs, &mut c.tasks, cfg, now);
                 crate::fair::eevdf::yield_task(&mut c.tasks[cur].se);
             }
         }

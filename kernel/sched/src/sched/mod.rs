@@ -167,7 +167,7 @@ impl<P: SchedPolicy> Scheduler<P> {
         core.rqs[cpu].switching_out = prev;
         if let Some(pv) = prev {
             let c = &mut *core;
-            entity::put_prev_entity(&mut c.rqs[cpu].cfs, &mut c.tasks, &cfg, pv, now);
+            entity::put_prev_entity(&mut c.rqs[cpu].cfs, &mut c.tasks, cfg, pv, now);
             match c.tasks[pv].state {
                 TaskState::Dead => c.tasks.free(pv),
                 TaskState::Running => {
@@ -205,7 +205,7 @@ impl<P: SchedPolicy> Scheduler<P> {
         let c = &mut *core;
         match next {
             Some(n) => {
-                entity::set_next_entity(&mut c.rqs[cpu].cfs, &mut c.tasks, &cfg, n, now);
+                entity::set_next_entity(&mut c.rqs[cpu].cfs, &mut c.tasks, cfg, n, now);
                 let t = &mut c.tasks[n];
                 t.state = TaskState::Running;
                 if let (true, Some((sum, vprot))) = (prev_requeued && Some(n) == prev, prev_slice) {
