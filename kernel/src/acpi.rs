@@ -14,6 +14,8 @@ use alloc::vec::Vec;
 
 use topology::acpi::{self, Firmware, PhysRead, PhysReadError};
 
+pub use crate::arch::time::{ClockHardware, PmTimer};
+
 /// Reads physical memory through the bootloader's physical-memory window.
 struct PhysWindow {
     offset: u64,
@@ -23,18 +25,7 @@ struct PhysWindow {
 
 impl PhysRead for PhysWindow {
     fn read(&mut self, phys: u64, len: usize) -> Result<Vec<u8>, PhysReadError> {
-        let end = phys.checked_add(len as u64).ok_or(PhysReadError)?;
-        if end > self.limit {
-            return Err(PhysReadError);
-        }
-        let mut out = alloc::vec![0u8; len];
-        // SAFETY: [phys, end) lies below `limit`, the end of the physical
-        // memory the bootloader mapped at `offset`; reading firmware tables has
-        // no side effects.
-        unsafe {
-            core::ptr::copy_nonoverlapping((self.offset + phys) as *const u8, out.as_mut_ptr(), len)
-        };
-        Ok(out)
+        crate::mm::phys::read(self.offset, self.limit, phys, len).ok_or(PhysReadError)
     }
 }
 
@@ -48,24 +39,6 @@ pub struct AcpiInfo {
     pub tables: Vec<String>,
     /// Timers the TSC can be calibrated against.
     pub clock: ClockHardware,
-}
-
-/// The ACPI power-management timer (3.579545 MHz), as the FADT gives it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PmTimer {
-    /// I/O port of the PM_TMR register.
-    pub port: u16,
-    /// Counter width: 24 or 32 bits (FADT flag TMR_VAL_EXT).
-    pub bits: u8,
-}
-
-/// Timers found in the ACPI tables.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ClockHardware {
-    /// From the FADT; `None` when it has no (I/O-space) PM timer.
-    pub pm_timer: Option<PmTimer>,
-    /// Physical address of the HPET's register block (HPET table).
-    pub hpet: Option<u64>,
 }
 
 /// Offset of the base address's address-space id in the HPET table (after

@@ -40,7 +40,7 @@ fn finish(kind: ExitCode) -> ! {
 
 #[panic_handler]
 fn panic(info: &PanicInfo<'_>) -> ! {
-    x86_64::instructions::interrupts::disable();
+    let _off = crate::arch::irq::disable();
     if !claim_report() {
         cpu::halt_forever();
     }

@@ -102,9 +102,9 @@ pub fn scheduler_ready(nr_cpus: usize) {
 /// What every AP runs once online: its tick, then the scheduler's idle loop.
 fn ap_main() -> ! {
     timer::start_this_cpu();
-    x86_64::instructions::interrupts::enable();
+    crate::arch::irq::enable_unguarded();
     while !SCHEDULER_READY.load(Ordering::Acquire) {
-        x86_64::instructions::hlt();
+        crate::arch::cpu::hlt();
     }
     crate::task::sched::idle_loop()
 }
@@ -152,7 +152,7 @@ pub fn bring_up(
     percpu::current().online.store(true, Ordering::Release);
     let timer_setup = timer::init(hz);
     timer::start_this_cpu();
-    x86_64::instructions::interrupts::enable();
+    crate::arch::irq::enable_unguarded();
 
     let bsp_listed = fw.madt.enabled_cpus().any(|c| c.apic_id == bsp_apic);
     if !bsp_listed {

@@ -8,16 +8,24 @@
 
 #![no_std]
 #![no_main]
+// `unsafe` lives in `arch/` (hardware) and `mm/` (memory) only, behind safe
+// wrappers; the one exception is the context switch call in
+// `task::sched::switch_to`, whose safety rests on thread lifetimes that only
+// the scheduler glue knows (docs/kernel.md, "Structure").
+#![deny(unsafe_code)]
 
 extern crate alloc;
 
 mod acpi;
+#[allow(unsafe_code)]
 mod arch;
 mod experiments;
 mod fault;
+mod irq;
 mod logger;
 mod machine;
 mod machine_report;
+#[allow(unsafe_code)]
 mod mm;
 mod record;
 mod sync;
@@ -48,6 +56,7 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
     logger::init(LevelFilter::Info);
     let mem = mm::init(boot_info);
     arch::gdt::init_this_cpu();
+    irq::init();
     arch::idt::load();
     arch::percpu::install(0, arch::cpu::apic_id());
     arch::pic::disable();
@@ -181,14 +190,10 @@ fn fail(kind: &str, msg: &str) -> ! {
 
 /// Reads the boot configuration from the ramdisk (defaults when there is none).
 fn load_config(boot_info: &BootInfo) -> Result<BootConfig, alloc::string::String> {
-    let Some(addr) = boot_info.ramdisk_addr.into_option() else {
+    let Some(bytes) = mm::phys::ramdisk(boot_info) else {
         log::warn!("no ramdisk: running the default configuration");
         return Ok(BootConfig::default());
     };
-    // SAFETY: the bootloader mapped the ramdisk at `addr` for `ramdisk_len`
-    // bytes and never reuses that memory.
-    let bytes =
-        unsafe { core::slice::from_raw_parts(addr as *const u8, boot_info.ramdisk_len as usize) };
     BootConfig::parse(bytes).map_err(|e| alloc::format!("{e}"))
 }
 

@@ -187,16 +187,7 @@ pub fn fired() -> bool {
 pub fn nmi_report(frame: &crate::arch::trap::TrapFrame) -> ! {
     let me = percpu::cpu_index();
     let mut stack = String::from("[");
-    for i in 0..48u64 {
-        let addr = frame.rsp + i * 8;
-        // Stop at the end of the page holding rsp: stacks are page-backed heap
-        // memory, so this never touches an unmapped page.
-        if addr & !0xFFF != frame.rsp & !0xFFF {
-            break;
-        }
-        // SAFETY: `addr` lies in the same page as the interrupted stack
-        // pointer, which is mapped (the CPU just pushed the frame below it).
-        let word = unsafe { core::ptr::read_volatile(addr as *const u64) };
+    for (i, word) in frame.stack_words(48).enumerate() {
         let _ = write!(stack, "{}{word}", if i > 0 { "," } else { "" });
     }
     stack.push(']');

@@ -9,9 +9,15 @@
 //!    part of a pipe ping-pong), with its runqueue locking.
 //! 4. Scaling: host threads each driving their own CPU's ping-pong pair at
 //!    once through the per-runqueue locks, next to the same work serialised
-//!    by one global lock (what the kernel had before), in the same run.
+//!    by one global lock (what the kernel had before), runs of the two
+//!    alternating. Besides cycles per second it prints the host CPU time the
+//!    threads got (a busy host gives two threads less than two CPUs, and then
+//!    no row can show scaling: the bench says so) and the CPU time per cycle,
+//!    which stays flat from one thread to two only if the threads share no
+//!    cache lines (docs/kernel.md has the numbers and what they showed).
 //!
-//! Run with `cargo bench -p sched`.
+//! Run with `cargo bench -p sched` (all), or name parts:
+//! `cargo bench -p sched --bench core -- scaling threads=1,2`.
 
 use sched::config::{PickPolicy, SchedConfig};
 use sched::fair::cfs_rq::CfsRq;
@@ -194,27 +200,55 @@ fn bench_cycle(iters: u64) -> f64 {
     t0.elapsed().as_nanos() as f64 / iters as f64
 }
 
+/// Nanoseconds this thread has run on a host CPU (Linux schedstat), if the
+/// host tells.
+fn thread_cpu_ns() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    s.split_whitespace().next()?.parse().ok()
+}
+
+/// One run of [`bench_parallel`].
+struct Parallel {
+    /// Cycles per second of wall-clock time, all threads together.
+    per_sec: f64,
+    /// Host CPU time the threads got, in CPUs (CPU seconds / wall seconds):
+    /// `threads` on an idle host, less when other work shares its CPUs.
+    cpus_used: Option<f64>,
+}
+
 /// Cycles per second when `threads` host threads drive CPUs 0.. at once;
 /// `global` serialises every cycle behind one lock.
-fn bench_parallel(threads: usize, global: bool, iters: u64) -> f64 {
+fn bench_parallel(threads: usize, global: bool, iters: u64) -> Parallel {
     let (s, p) = pairs(threads);
     let big_lock = Mutex::new(());
     let t0 = Instant::now();
-    std::thread::scope(|sc| {
-        for (cpu, &pair) in p.iter().enumerate() {
-            let (s, big_lock) = (&s, &big_lock);
-            sc.spawn(move || {
-                for i in 0..iters {
-                    let _g = global.then(|| big_lock.lock().unwrap());
-                    cycle(s, cpu, pair, 2000 + i * 1000);
-                }
-            });
-        }
+    let cpu_ns: Vec<Option<u64>> = std::thread::scope(|sc| {
+        let hs: Vec<_> = p
+            .iter()
+            .enumerate()
+            .map(|(cpu, &pair)| {
+                let (s, big_lock) = (&s, &big_lock);
+                sc.spawn(move || {
+                    let c0 = thread_cpu_ns();
+                    for i in 0..iters {
+                        let _g = global.then(|| big_lock.lock().unwrap());
+                        cycle(s, cpu, pair, 2000 + i * 1000);
+                    }
+                    Some(thread_cpu_ns()? - c0?)
+                })
+            })
+            .collect();
+        hs.into_iter().map(|h| h.join().unwrap()).collect()
     });
-    (threads as u64 * iters) as f64 / t0.elapsed().as_secs_f64()
+    let wall = t0.elapsed().as_secs_f64();
+    let cpu: Option<u64> = cpu_ns.into_iter().sum();
+    Parallel {
+        per_sec: (threads as u64 * iters) as f64 / wall,
+        cpus_used: cpu.map(|ns| ns as f64 / 1e9 / wall),
+    }
 }
 
-fn main() {
+fn bench_runqueues() {
     println!("runqueue: ns per enqueue+pick+dequeue with N entities queued");
     println!(
         "{:>8} {:>12} {:>12} {:>14}",
@@ -229,6 +263,9 @@ fn main() {
         println!("{n:>8} {c:>12.1} {e:>12.1} {v:>14.1}");
     }
     println!();
+}
+
+fn bench_selects() {
     println!(
         "select_task_rq_fair on 160 CPUs (4 sockets x 20 cores x 2 threads, 4 nodes): ns per call"
     );
@@ -239,23 +276,149 @@ fn main() {
         println!("{label:>22} {w:>10.0} {f:>10.0}");
     }
     println!();
-    println!(
-        "wake + block + schedule on one CPU (runqueue locks included): {:.0} ns per cycle",
-        bench_cycle(200_000)
-    );
-    let hw = std::thread::available_parallelism().map_or(1, |n| n.get());
-    println!();
-    println!("ping-pong cycles per second, one host thread per CPU ({hw} host CPUs):");
-    println!(
-        "{:>8} {:>16} {:>16} {:>8}",
-        "threads", "per-rq locks", "one global lock", "ratio"
-    );
-    for t in [1usize, 2, 4] {
-        let per_rq = bench_parallel(t, false, 100_000);
-        let global = bench_parallel(t, true, 100_000);
+}
+
+/// Which parts to run: `cargo bench -p sched --bench core -- [runqueue]
+/// [select] [cycle] [scaling] [threads=1,2,4] [iters=N] [runs=N]` (no part
+/// named = all; `iters`: scaling cycles per thread per run, `runs`: runs
+/// per row, the median is shown).
+struct Args {
+    parts: Vec<String>,
+    threads: Vec<usize>,
+    iters: u64,
+    runs: usize,
+}
+
+impl Args {
+    fn parse() -> Args {
+        let mut a = Args {
+            parts: Vec::new(),
+            threads: vec![1, 2, 4],
+            iters: 400_000,
+            runs: 3,
+        };
+        // cargo bench passes `--bench`; other flags are ignored too.
+        for arg in std::env::args().skip(1).filter(|x| !x.starts_with("--")) {
+            let num = |v: &str| v.parse::<u64>().expect("a number");
+            match arg.split_once('=') {
+                Some(("threads", list)) => {
+                    a.threads = list.split(',').map(|t| num(t) as usize).collect();
+                }
+                Some(("iters", n)) => a.iters = num(n),
+                Some(("runs", n)) => a.runs = num(n).max(1) as usize,
+                _ => a.parts.push(arg),
+            }
+        }
+        a
+    }
+
+    fn wants(&self, part: &str) -> bool {
+        self.parts.is_empty() || self.parts.iter().any(|p| p == part)
+    }
+}
+
+/// The median of `runs` measurements (by cycles per second) of per-rq locks
+/// and of the global lock, runs of the two alternating so that a change in
+/// host load hits both alike.
+fn median_pair(threads: usize, iters: u64, runs: usize) -> (Parallel, Parallel) {
+    let (mut per_rq, mut global) = (Vec::new(), Vec::new());
+    for _ in 0..runs {
+        per_rq.push(bench_parallel(threads, false, iters));
+        global.push(bench_parallel(threads, true, iters));
+    }
+    let median = |mut v: Vec<Parallel>| {
+        v.sort_by(|a, b| a.per_sec.total_cmp(&b.per_sec));
+        v.swap_remove(runs / 2)
+    };
+    (median(per_rq), median(global))
+}
+
+fn main() {
+    let args = Args::parse();
+    if args.wants("runqueue") {
+        bench_runqueues();
+    }
+    if args.wants("select") {
+        bench_selects();
+    }
+    if args.wants("cycle") {
         println!(
-            "{t:>8} {per_rq:>16.0} {global:>16.0} {:>8.2}",
-            per_rq / global
+            "wake + block + schedule on one CPU (runqueue locks included): {:.0} ns per cycle",
+            bench_cycle(200_000)
+        );
+        println!();
+    }
+    if args.wants("scaling") {
+        bench_scaling(&args);
+    }
+}
+
+/// Case 4: per-runqueue locks against one global lock, 1.. host threads.
+fn bench_scaling(args: &Args) {
+    let (iters, runs) = (args.iters, args.runs);
+    let hw = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let load = std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|l| l.split_whitespace().next().map(String::from))
+        .unwrap_or_else(|| String::from("?"));
+    println!(
+        "ping-pong cycles per second of wall-clock time, one host thread per simulated CPU, \
+         each driving its own bound pair ({hw} host CPUs, 1-min load average {load} at start; \
+         median of {runs} runs of {iters} cycles per thread):"
+    );
+    println!(
+        "{:>8} | {:>12} {:>9} {:>8} {:>8} | {:>12} {:>9} {:>8} | {:>6}",
+        "threads",
+        "per-rq locks",
+        "CPUs used",
+        "CPU ns",
+        "speed-up",
+        "global lock",
+        "CPUs used",
+        "CPU ns",
+        "ratio"
+    );
+    let cpus = |p: &Parallel| p.cpus_used.map_or(String::from("?"), |c| format!("{c:.2}"));
+    let cpu_ns = |p: &Parallel| {
+        p.cpus_used
+            .map_or(String::from("?"), |c| format!("{:.0}", c * 1e9 / p.per_sec))
+    };
+    let mut one = None;
+    let mut starved = false;
+    for &t in &args.threads {
+        let (per_rq, global) = median_pair(t, iters, runs);
+        let base = *one.get_or_insert(per_rq.per_sec / t as f64);
+        let busy = per_rq.cpus_used.is_some_and(|c| c < 0.9 * t.min(hw) as f64);
+        starved |= busy && t > 1;
+        let note = if t > hw {
+            "  (more threads than host CPUs)"
+        } else if busy {
+            "  (host busy: threads got fewer CPUs than they are)"
+        } else {
+            ""
+        };
+        println!(
+            "{t:>8} | {:>12.0} {:>9} {:>8} {:>7.2}x | {:>12.0} {:>9} {:>8} | {:>5.2}x{note}",
+            per_rq.per_sec,
+            cpus(&per_rq),
+            cpu_ns(&per_rq),
+            per_rq.per_sec / base,
+            global.per_sec,
+            cpus(&global),
+            cpu_ns(&global),
+            per_rq.per_sec / global.per_sec,
+        );
+    }
+    println!(
+        "cycles/s: all threads together, wall clock. CPUs used: host CPU time the threads got / \
+         wall time (below `threads` when the host is busy). CPU ns: host CPU time per cycle (flat \
+         across rows when nothing is shared). speed-up: per-rq cycles/s over the first row's per \
+         thread. ratio: per-rq over global lock."
+    );
+    if starved {
+        println!(
+            "the host did not give the threads a CPU each: other work shared its CPUs, so these \
+             rows cannot show scaling (run on an idle host)."
         );
     }
 }

@@ -32,6 +32,11 @@ pub fn features() -> raw_cpuid::FeatureInfo {
         .expect("CPUID leaf 1 exists on every x86_64 CPU")
 }
 
+/// Halts until the next interrupt (with interrupts on: boot waits).
+pub fn hlt() {
+    x86_64::instructions::hlt();
+}
+
 /// Stops this CPU for good: interrupts off, `hlt` in a loop (NMIs resume it).
 pub fn halt_forever() -> ! {
     loop {
@@ -53,8 +58,9 @@ pub fn has_monitor_mwait() -> bool {
 /// Arms address monitoring on the cache line holding `addr`, then enables
 /// interrupts and waits with MWAIT (C1 hint) until a write to that line or
 /// an interrupt. `sti`'s one-instruction shadow makes the pair atomic, like
-/// `sti; hlt`, so an interrupt already pending ends the wait at once.
-pub fn monitor_mwait(addr: *const u8) {
+/// `sti; hlt`, so an interrupt already pending ends the wait at once. It
+/// consumes the proof that interrupts were off: they are on afterwards.
+pub fn monitor_mwait(_off: super::irq::IrqsOff, addr: *const u8) {
     // SAFETY: MONITOR only reads the address for its cache-line tracking
     // (any mapped address is fine, `addr` comes from a reference); MWAIT
     // with eax=0 (C1) and ecx=0 has no memory effects. The caller checked

@@ -34,6 +34,7 @@ use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use x86_64::registers::control::{Cr0, Cr0Flags, Cr4, Cr4Flags};
 
+use super::irq::IrqsOff;
 use super::percpu::{self, MAX_CPUS};
 use super::trap::TrapFrame;
 
@@ -202,8 +203,7 @@ fn clts() {
 /// running context (`prev`: its FPU state, None for the idle context): an FPU
 /// thread's registers are saved into its area, and TS is set for whatever
 /// runs next.
-pub fn switch_out(prev: Option<&FpuState>) {
-    debug_assert!(!x86_64::instructions::interrupts::are_enabled());
+pub fn switch_out(_irq: &IrqsOff, prev: Option<&FpuState>) {
     let Some(p) = prev.filter(|p| p.uses_fpu()) else {
         debug_assert!(ts_is_set(), "CR0.TS clear in a context without FPU state");
         return;
@@ -220,14 +220,13 @@ pub fn switch_out(prev: Option<&FpuState>) {
 }
 
 /// Called with interrupts off on the resumed context right after
-/// `switch_context`: if this CPU now runs a thread that uses the FPU, TS is
-/// cleared and the thread's registers restored.
-pub fn switch_in() {
-    debug_assert!(!x86_64::instructions::interrupts::are_enabled());
-    let Some(thread) = crate::task::sched::current() else {
+/// `switch_context` (`now`: the FPU state of the thread this CPU runs now,
+/// None for the idle context): if it uses the FPU, TS is cleared and its
+/// registers restored.
+pub fn switch_in(_irq: &IrqsOff, now: Option<&FpuState>) {
+    let Some(n) = now else {
         return; // the idle context
     };
-    let n = &thread.fpu;
     if !n.uses_fpu() {
         return;
     }
@@ -242,10 +241,11 @@ pub fn switch_in() {
     counters().restores.fetch_add(1, Ordering::Relaxed);
 }
 
-/// Handler of #NM (device not available, vector 7): a thread's first FPU
-/// instruction. `Ok` when handled (the instruction is retried on return
-/// from the trap); otherwise the reason for the fault report.
-pub fn device_not_available(frame: &TrapFrame) -> Result<(), &'static str> {
+/// First half of the #NM handler (device not available, vector 7): `Ok`
+/// if the trap can be a thread's first FPU instruction (TS set, interrupts
+/// were on), otherwise the reason for the fault report. The kernel then
+/// finds the running thread and calls [`first_use`].
+pub fn check_device_not_available(frame: &TrapFrame) -> Result<(), &'static str> {
     const IF: u64 = 1 << 9;
     if !ts_is_set() {
         return Err("#NM with CR0.TS clear (CR0.EM set?)");
@@ -255,10 +255,14 @@ pub fn device_not_available(frame: &TrapFrame) -> Result<(), &'static str> {
             "first FPU/SSE instruction with interrupts off (interrupt handler or critical section): not in thread context",
         );
     }
-    let Some(thread) = crate::task::sched::current() else {
-        return Err("FPU/SSE instruction outside a thread (idle loop or before the scheduler)");
-    };
-    let fpu = &thread.fpu;
+    Ok(())
+}
+
+/// Second half of the #NM handler: the running thread (whose state is `fpu`)
+/// executed its first FPU instruction. `Ok` when handled (the instruction
+/// is retried on return from the trap); otherwise the reason for the fault
+/// report.
+pub fn first_use(fpu: &FpuState) -> Result<(), &'static str> {
     if fpu.uses_fpu() {
         return Err("#NM in a thread that already uses the FPU (its state was not restored)");
     }

@@ -33,8 +33,6 @@ use core::sync::atomic::{AtomicU64, Ordering};
 use raw_cpuid::CpuId;
 use x86_64::instructions::port::Port;
 
-use crate::acpi::{ClockHardware, PmTimer};
-
 static TSC_HZ: AtomicU64 = AtomicU64::new(0);
 static TSC_AT_BOOT: AtomicU64 = AtomicU64::new(0);
 /// ns = (tsc_delta * MULT) >> 32
@@ -179,6 +177,24 @@ fn tsc_hz_from_hpet(phys: u64, phys_offset: u64) -> Option<u64> {
     unsafe { core::ptr::write_volatile(reg(HPET_CONFIG), config) };
     let (tsc, counts) = result?;
     Some((tsc as u128 * 1_000_000_000_000_000 / (counts as u128 * period_fs as u128)) as u64)
+}
+
+/// The ACPI power-management timer (3.579545 MHz), as the FADT gives it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PmTimer {
+    /// I/O port of the PM_TMR register.
+    pub port: u16,
+    /// Counter width: 24 or 32 bits (FADT flag TMR_VAL_EXT).
+    pub bits: u8,
+}
+
+/// Timers found in the ACPI tables.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ClockHardware {
+    /// From the FADT; `None` when it has no (I/O-space) PM timer.
+    pub pm_timer: Option<PmTimer>,
+    /// Physical address of the HPET's register block (HPET table).
+    pub hpet: Option<u64>,
 }
 
 /// TSC rate timed against the ACPI PM timer. The window starts at a counter

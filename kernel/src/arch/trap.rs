@@ -3,11 +3,15 @@
 //! 256 entry stubs, each 16 bytes apart starting at `trap_stubs`, push a dummy
 //! error code when the CPU pushes none, push the vector and jump to
 //! `trap_common`, which saves all general-purpose registers into a [`TrapFrame`],
-//! calls [`trap_dispatch`] and returns with `iretq`.
+//! calls [`trap_dispatch`] and returns with `iretq`. Which code runs for which
+//! vector is not decided here: the kernel installs a [`Routes`] table at boot
+//! (`crate::irq`), so this layer calls nothing above it.
 
 use core::arch::global_asm;
 
-use super::{apic, fpu, ipi, pic, timer};
+use spin::Once;
+
+use super::irq::IrqsOff;
 
 /// Distance between two entry stubs, in bytes.
 pub const STUB_STRIDE: usize = 16;
@@ -109,40 +113,68 @@ pub struct TrapFrame {
     pub ss: u64,
 }
 
+impl TrapFrame {
+    /// Up to `max` words of the interrupted stack from its `rsp` up, stopping
+    /// at the end of the page holding `rsp` (stacks are page-backed heap
+    /// memory, so this never touches an unmapped page).
+    pub fn stack_words(&self, max: usize) -> impl Iterator<Item = u64> + '_ {
+        let page = self.rsp & !0xFFF;
+        (0..max as u64)
+            .map(move |i| self.rsp + i * 8)
+            .take_while(move |addr| addr & !0xFFF == page)
+            .map(|addr| {
+                // SAFETY: `addr` lies in the same page as the interrupted
+                // stack pointer, which is mapped (the CPU pushed this frame
+                // just below it); reading a stack word has no side effects.
+                unsafe { core::ptr::read_volatile(addr as *const u64) }
+            })
+    }
+}
+
+/// What runs for one vector: interrupt context, interrupts off, `frame` the
+/// interrupted state. A handler acknowledges its own interrupt (`apic::eoi`).
+pub type Handler = fn(&IrqsOff, &mut TrapFrame);
+
+/// The vector routing: a handler per vector, and one for every other vector.
+/// The layer above builds it once at boot (`crate::irq`) and [`install`]s it;
+/// this module only saves registers and calls what the table says.
+pub struct Routes {
+    handlers: [Option<Handler>; 256],
+    other: Handler,
+}
+
+impl Routes {
+    /// A table that sends every vector to `other`.
+    pub const fn new(other: Handler) -> Routes {
+        Routes {
+            handlers: [None; 256],
+            other,
+        }
+    }
+
+    /// Sends `vector` to `h`.
+    pub const fn route(mut self, vector: u8, h: Handler) -> Routes {
+        self.handlers[vector as usize] = Some(h);
+        self
+    }
+}
+
+static ROUTES: Once<Routes> = Once::new();
+
+/// Installs the vector routing (once, before the IDT is loaded).
+pub fn install(routes: Routes) {
+    ROUTES.call_once(|| routes);
+}
+
 /// Rust side of every interrupt and exception.
 extern "sysv64" fn trap_dispatch(frame: &mut TrapFrame) {
-    let vector = frame.vector as u8;
-    match vector {
-        2 if crate::watchdog::fired() => crate::watchdog::nmi_report(frame),
-        7 => {
-            if let Err(why) = fpu::device_not_available(frame) {
-                crate::fault::cpu_exception_because(frame, why)
-            }
-        }
-        0..32 => crate::fault::cpu_exception(frame),
-        apic::TIMER_VECTOR => {
-            timer::handle_tick();
-            apic::eoi();
-            crate::watchdog::on_tick();
-            crate::task::sched::on_tick();
-        }
-        apic::RESCHEDULE_VECTOR => {
-            ipi::handle_reschedule();
-            apic::eoi();
-            crate::task::sched::on_reschedule_ipi();
-        }
-        apic::CALL_FUNCTION_VECTOR => {
-            ipi::handle_call_function();
-            apic::eoi();
-        }
-        apic::ERROR_VECTOR => {
-            log::warn!("local APIC error interrupt");
-            apic::eoi();
-        }
-        // Spurious interrupts are not acknowledged (Intel SDM 10.9).
-        apic::SPURIOUS_VECTOR => {}
-        // The 8259s are masked; only their spurious IRQ 7 / 15 can show up.
-        v if v == pic::PIC_VECTOR_BASE + 7 || v == pic::PIC_VECTOR_BASE + 15 => {}
-        _ => crate::fault::unexpected_interrupt(frame),
-    }
+    // SAFETY: every IDT gate is an interrupt gate, so the CPU cleared IF on
+    // entry; `iretq` restores it after this function returns.
+    let irq = unsafe { IrqsOff::assume() };
+    let vector = frame.vector as usize;
+    let Some(routes) = ROUTES.get() else {
+        panic!("vector {vector} before the vector routing was installed: {frame:?}");
+    };
+    let h = routes.handlers[vector].unwrap_or(routes.other);
+    h(&irq, frame);
 }

@@ -18,11 +18,7 @@ pub fn panic() -> ExitCode {
 /// Writes to a non-canonical-free but unmapped address to raise #PF.
 pub fn page_fault() -> ExitCode {
     log::info!("experiment 'test-pagefault': writing to unmapped address 0xdead0000");
-    let p = 0xdead_0000 as *mut u64;
-    // SAFETY: deliberately unsound: this write must fault. Address 0xdead0000 is
-    // below the bootloader's mappings (it maps the kernel and physical memory
-    // at high addresses), so the page-fault handler ends the run.
-    unsafe { core::ptr::write_volatile(p, 0x05ce_d1ab) };
+    crate::mm::phys::write_unmapped(0x05ce_d1ab);
     log::error!("write to 0xdead0000 did not fault");
     ExitCode::Failure
 }
@@ -37,7 +33,7 @@ pub fn hang() -> ExitCode {
             core::hint::spin_loop();
         }
     });
-    x86_64::instructions::interrupts::disable();
+    let _off = crate::arch::irq::disable();
     loop {
         core::hint::spin_loop();
     }
@@ -55,7 +51,7 @@ pub fn stuck(m: &Machine) -> ExitCode {
             ..Default::default()
         },
         || {
-            x86_64::instructions::interrupts::disable();
+            let _off = crate::arch::irq::disable();
             loop {
                 core::hint::spin_loop();
             }

@@ -28,7 +28,7 @@ use core::fmt::Write;
 use core::sync::atomic::{AtomicU64, Ordering};
 
 use crate::arch::qemu::ExitCode;
-use crate::arch::{fpu, percpu, time};
+use crate::arch::{fpu, fpu_regs, percpu, time};
 use crate::machine::Machine;
 use crate::record::{Emit, Record, json_array};
 use crate::sync::IrqSpinLock;
@@ -74,39 +74,7 @@ impl Image {
 
     /// Loads xmm0-15 and MXCSR, and resets the x87 unit to hold one double.
     fn load(&self) {
-        let x = self.xmm.as_ptr();
-        // SAFETY: reads 256 bytes at `x` (the 32-word array) and 4 and 8
-        // bytes at the other two fields; writes only FPU/SSE registers, which
-        // no compiled code of this soft-float kernel uses (so they need no
-        // clobbers); `mxcsr` has only valid bits set. The first such
-        // instruction in a thread traps (#NM) and is retried by the kernel.
-        unsafe {
-            core::arch::asm!(
-                "movdqu xmm0, [{x}]",
-                "movdqu xmm1, [{x} + 16]",
-                "movdqu xmm2, [{x} + 32]",
-                "movdqu xmm3, [{x} + 48]",
-                "movdqu xmm4, [{x} + 64]",
-                "movdqu xmm5, [{x} + 80]",
-                "movdqu xmm6, [{x} + 96]",
-                "movdqu xmm7, [{x} + 112]",
-                "movdqu xmm8, [{x} + 128]",
-                "movdqu xmm9, [{x} + 144]",
-                "movdqu xmm10, [{x} + 160]",
-                "movdqu xmm11, [{x} + 176]",
-                "movdqu xmm12, [{x} + 192]",
-                "movdqu xmm13, [{x} + 208]",
-                "movdqu xmm14, [{x} + 224]",
-                "movdqu xmm15, [{x} + 240]",
-                "ldmxcsr [{m}]",
-                "fninit",
-                "fld qword ptr [{f}]",
-                x = in(reg) x,
-                m = in(reg) &self.mxcsr,
-                f = in(reg) &self.x87,
-                options(nostack, readonly, preserves_flags),
-            );
-        }
+        fpu_regs::load(&self.xmm, self.mxcsr, self.x87);
     }
 
     /// Reads the registers [`load`](Self::load) set.
@@ -116,37 +84,7 @@ impl Image {
             mxcsr: 0,
             x87: 0,
         };
-        let x = img.xmm.as_mut_ptr();
-        // SAFETY: writes 256 bytes at `x` (the 32-word array) and 4 and 8
-        // bytes at the other two fields of `img`; `fld st(0)` + `fstp` copies
-        // the x87 top and pops the copy, leaving the x87 stack as it was.
-        unsafe {
-            core::arch::asm!(
-                "movdqu [{x}], xmm0",
-                "movdqu [{x} + 16], xmm1",
-                "movdqu [{x} + 32], xmm2",
-                "movdqu [{x} + 48], xmm3",
-                "movdqu [{x} + 64], xmm4",
-                "movdqu [{x} + 80], xmm5",
-                "movdqu [{x} + 96], xmm6",
-                "movdqu [{x} + 112], xmm7",
-                "movdqu [{x} + 128], xmm8",
-                "movdqu [{x} + 144], xmm9",
-                "movdqu [{x} + 160], xmm10",
-                "movdqu [{x} + 176], xmm11",
-                "movdqu [{x} + 192], xmm12",
-                "movdqu [{x} + 208], xmm13",
-                "movdqu [{x} + 224], xmm14",
-                "movdqu [{x} + 240], xmm15",
-                "stmxcsr [{m}]",
-                "fld st(0)",
-                "fstp qword ptr [{f}]",
-                x = in(reg) x,
-                m = in(reg) &mut img.mxcsr,
-                f = in(reg) &mut img.x87,
-                options(nostack, preserves_flags),
-            );
-        }
+        (img.mxcsr, img.x87) = fpu_regs::read(&mut img.xmm);
         img
     }
 

@@ -9,6 +9,7 @@ pub mod acpi_window;
 pub mod frames;
 pub mod heap;
 pub mod mmio;
+pub mod phys;
 
 use bootloader_api::BootInfo;
 use bootloader_api::info::MemoryRegionKind;

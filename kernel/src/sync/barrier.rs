@@ -1,7 +1,7 @@
 //! A reusable barrier for `n` threads (NAS-style compute phases).
 
 use super::IrqSpinLock;
-use crate::task::{self, WaitQueue};
+use crate::task::{self, WF_NONE, WaitQueue};
 
 struct State {
     arrived: usize,
@@ -39,7 +39,7 @@ impl Barrier {
                 s.arrived = 0;
                 s.generation += 1;
                 drop(s);
-                self.waiters.wake_all(false);
+                self.waiters.wake_all(WF_NONE);
                 return true;
             }
             s.generation

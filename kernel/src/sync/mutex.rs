@@ -1,28 +1,28 @@
 //! A sleeping mutex: contenders block on a wait queue instead of spinning,
 //! so a preempted holder costs waiters nothing but their wakeup.
+//!
+//! The data sits in a plain (non-IRQ) spinlock that only the thread which
+//! set `locked` ever takes, so it is never contended: it is how safe code
+//! hands out `&mut T` without an `UnsafeCell`.
 
-use core::cell::UnsafeCell;
 use core::ops::{Deref, DerefMut};
 
 use super::IrqSpinLock;
-use crate::task::{self, WaitQueue};
+use crate::task::{self, WF_NONE, WaitQueue};
 
 /// Mutual exclusion around `T` for kernel threads (never from interrupts).
 pub struct Mutex<T> {
     locked: IrqSpinLock<bool>,
     waiters: WaitQueue,
-    data: UnsafeCell<T>,
+    /// Taken only by the holder of `locked` (uncontended).
+    data: spin::Mutex<T>,
 }
-
-// SAFETY: `data` is only reachable through a `MutexGuard`, and at most one
-// guard exists at a time (the `locked` flag is set under the spinlock).
-unsafe impl<T: Send> Sync for Mutex<T> {}
-// SAFETY: moving the mutex moves the `T` it owns.
-unsafe impl<T: Send> Send for Mutex<T> {}
 
 /// Proof of holding the mutex; unlocks on drop.
 pub struct MutexGuard<'a, T> {
     mutex: &'a Mutex<T>,
+    /// Released before `locked` is cleared.
+    data: Option<spin::MutexGuard<'a, T>>,
 }
 
 impl<T> Mutex<T> {
@@ -31,7 +31,7 @@ impl<T> Mutex<T> {
         Mutex {
             locked: IrqSpinLock::new(false),
             waiters: WaitQueue::new(),
-            data: UnsafeCell::new(value),
+            data: spin::Mutex::new(value),
         }
     }
 
@@ -49,28 +49,34 @@ impl<T> Mutex<T> {
             task::block();
         }
         self.waiters.finish();
-        MutexGuard { mutex: self }
+        let data = self
+            .data
+            .try_lock()
+            .expect("mutex data held without `locked`");
+        MutexGuard {
+            mutex: self,
+            data: Some(data),
+        }
     }
 }
 
 impl<T> Deref for MutexGuard<'_, T> {
     type Target = T;
     fn deref(&self) -> &T {
-        // SAFETY: this guard is the only one (see `Sync` impl).
-        unsafe { &*self.mutex.data.get() }
+        self.data.as_ref().expect("guard used after unlock")
     }
 }
 
 impl<T> DerefMut for MutexGuard<'_, T> {
     fn deref_mut(&mut self) -> &mut T {
-        // SAFETY: this guard is the only one (see `Sync` impl).
-        unsafe { &mut *self.mutex.data.get() }
+        self.data.as_mut().expect("guard used after unlock")
     }
 }
 
 impl<T> Drop for MutexGuard<'_, T> {
     fn drop(&mut self) {
+        self.data.take();
         *self.mutex.locked.lock() = false;
-        self.mutex.waiters.wake_one(false);
+        self.mutex.waiters.wake_one(WF_NONE);
     }
 }

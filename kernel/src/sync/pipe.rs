@@ -7,7 +7,7 @@ use alloc::collections::VecDeque;
 use alloc::sync::Arc;
 
 use super::IrqSpinLock;
-use crate::task::{self, WaitQueue};
+use crate::task::{self, WF_NONE, WaitQueue, WakeFlags};
 
 struct State {
     buf: VecDeque<u8>,
@@ -70,7 +70,7 @@ impl PipeWriter {
             }
             p.writers.finish();
             data = &data[wrote..];
-            p.readers.wake_one(true);
+            p.readers.wake_one(WakeFlags::SYNC);
         }
         Ok(())
     }
@@ -91,7 +91,7 @@ impl PipeWriter {
             }
             s.buf.extend(data);
         }
-        p.readers.wake_one(true);
+        p.readers.wake_one(WakeFlags::SYNC);
         Ok(true)
     }
 }
@@ -111,7 +111,7 @@ impl PipeReader {
                     }
                     drop(s);
                     p.readers.finish();
-                    p.writers.wake_one(true);
+                    p.writers.wake_one(WakeFlags::SYNC);
                     return n;
                 }
                 if !s.writer_open {
@@ -142,14 +142,14 @@ impl PipeReader {
 impl Drop for PipeWriter {
     fn drop(&mut self) {
         self.0.state.lock().writer_open = false;
-        self.0.readers.wake_all(false);
+        self.0.readers.wake_all(WF_NONE);
     }
 }
 
 impl Drop for PipeReader {
     fn drop(&mut self) {
         self.0.state.lock().reader_open = false;
-        self.0.writers.wake_all(false);
+        self.0.writers.wake_all(WF_NONE);
     }
 }
 

@@ -1,7 +1,7 @@
 //! A counting semaphore (`down` blocks while the count is zero).
 
 use super::IrqSpinLock;
-use crate::task::{self, WaitQueue};
+use crate::task::{self, WF_NONE, WaitQueue};
 
 /// Counting semaphore for kernel threads.
 pub struct Semaphore {
@@ -37,6 +37,6 @@ impl Semaphore {
     /// Returns a permit and wakes one waiter.
     pub fn up(&self) {
         *self.count.lock() += 1;
-        self.waiters.wake_one(false);
+        self.waiters.wake_one(WF_NONE);
     }
 }

@@ -1,5 +1,5 @@
-//! The thread-facing scheduling API: spawn and join, block and wake, sleep,
-//! yield, preemption points and exit. Each call turns interrupts off, asks
+//! The thread-facing scheduling API: spawn and join, block, sleep, yield,
+//! preemption points and exit (the wake side is `wake.rs`). Each call turns interrupts off, asks
 //! the pure core for its decision (the core takes the runqueue locks it
 //! needs) and lets `sched.rs` carry it out.
 
@@ -11,11 +11,12 @@ use core::sync::atomic::Ordering;
 use sched::{Start, TaskPolicy};
 
 use super::sched::{
-    THREADS, add_sleeper, core, current, on_this_cpu, schedule_irqs_off, send_ipis,
-    set_task_thread, switch_to, this_cpu, thread_start, wake_irqs_off,
+    THREADS, add_sleeper, core, current, on_this_cpu, resched_if_needed, schedule, send_ipis,
+    set_task_thread, switch_to, this_cpu, thread_start,
 };
 use super::thread::{Thread, ThreadState};
-use crate::arch::time;
+use super::wake::WF_NONE;
+use crate::arch::{irq, time};
 
 /// Handle to wait for a thread's end.
 pub struct JoinHandle {
@@ -52,7 +53,7 @@ pub struct SpawnOptions {
 /// clear message past `SchedConfig::max_tasks` live threads.
 pub fn spawn(opts: SpawnOptions, f: impl FnOnce() + Send + 'static) -> JoinHandle {
     let body: Box<dyn FnOnce() + Send> = Box::new(f);
-    let task = on_this_cpu(|_| core().reserve_task()).unwrap_or_else(|| {
+    let task = on_this_cpu(|_, _| core().reserve_task()).unwrap_or_else(|| {
         panic!(
             "spawn: more than {} threads alive (SchedConfig::max_tasks)",
             core().shared.cfg.max_tasks
@@ -78,19 +79,16 @@ pub fn spawn(opts: SpawnOptions, f: impl FnOnce() + Send + 'static) -> JoinHandl
         thread
     };
     set_task_thread(task, Some(thread.clone()));
-    let was_on = x86_64::instructions::interrupts::are_enabled();
-    x86_64::instructions::interrupts::disable();
-    let cpu = this_cpu();
+    let off = irq::save_disable();
+    let cpu = this_cpu(off.irqs());
     let now = time::now_ns();
     let parent = core().current(cpu);
     let start = opts.pinned.map_or(Start::Fork, Start::Bound);
     let res = core().start_task(task, parent, cpu, start, opts.nice, TaskPolicy::Normal, now);
     crate::trace::event(cpu, crate::trace::Kind::Fork, thread.tid, res.cpu as u64, 0);
     // IPIs go out before interrupts come back, so `cpu` is still this CPU.
-    send_ipis(&res.resched, cpu);
-    if was_on {
-        x86_64::instructions::interrupts::enable();
-    }
+    send_ipis(off.irqs(), &res.resched, cpu);
+    drop(off);
     if res.resched.contains(&cpu) {
         preempt_point();
     }
@@ -99,38 +97,25 @@ pub fn spawn(opts: SpawnOptions, f: impl FnOnce() + Send + 'static) -> JoinHandl
 
 /// Reschedules if the core asked this CPU to (thread or interrupt context).
 pub fn preempt_point() {
-    let was_on = x86_64::instructions::interrupts::are_enabled();
-    x86_64::instructions::interrupts::disable();
-    let cpu = this_cpu();
-    if core().need_resched(cpu) {
-        schedule_irqs_off(cpu);
-    }
-    if was_on {
-        x86_64::instructions::interrupts::enable();
-    }
+    on_this_cpu(resched_if_needed);
 }
 
 /// `sched_yield()`: the core's `yield_task_fair` (CFS skip buddy / EEVDF
 /// deadline push, nothing for a lone task), then `schedule()`, as Linux's
 /// `do_sched_yield`.
 pub fn yield_now() {
-    let was_on = x86_64::instructions::interrupts::are_enabled();
-    x86_64::instructions::interrupts::disable();
-    let cpu = this_cpu();
-    core().yield_current(cpu, time::now_ns());
-    schedule_irqs_off(cpu);
-    if was_on {
-        x86_64::instructions::interrupts::enable();
-    }
+    on_this_cpu(|irq, cpu| {
+        core().yield_current(cpu, time::now_ns());
+        schedule(irq, cpu);
+    });
 }
 
 /// Blocks the current thread until a wakeup (returns at once if a wakeup
 /// arrived since it last blocked). Callers re-check their condition.
 pub fn block() {
     let me = current().expect("block() outside a thread");
-    let was_on = x86_64::instructions::interrupts::are_enabled();
-    x86_64::instructions::interrupts::disable();
-    let cpu = this_cpu();
+    let off = irq::save_disable();
+    let cpu = this_cpu(off.irqs());
     // The core blocks the task under the thread's wake lock, so a waker
     // either finds it runnable (and leaves a pending wakeup) or blocked in
     // the core; one runqueue-lock acquisition blocks and picks the next.
@@ -145,28 +130,7 @@ pub fn block() {
     };
     drop(me);
     if let Some(sw) = switch {
-        switch_to(cpu, sw);
-    }
-    if was_on {
-        x86_64::instructions::interrupts::enable();
-    }
-}
-
-/// Wakes `t`; `sync` = the waker is about to sleep (WF_SYNC). Preempts the
-/// waker when the core says the wakee should run here now, unless the caller
-/// has interrupts off (interrupt handlers, exit path).
-pub fn wake(t: &Arc<Thread>, sync: bool) {
-    let may_preempt = x86_64::instructions::interrupts::are_enabled();
-    x86_64::instructions::interrupts::disable();
-    let cpu = this_cpu();
-    let resched = wake_irqs_off(t, sync, cpu, time::now_ns());
-    // IPIs go out before interrupts come back, so `cpu` is still this CPU.
-    send_ipis(&resched, cpu);
-    if may_preempt {
-        x86_64::instructions::interrupts::enable();
-    }
-    if resched.contains(&cpu) && may_preempt {
-        preempt_point();
+        switch_to(off.irqs(), cpu, sw);
     }
 }
 
@@ -174,7 +138,7 @@ pub fn wake(t: &Arc<Thread>, sync: bool) {
 pub fn sleep_ns(ns: u64) {
     let me = current().expect("sleep outside a thread");
     let deadline = time::now_ns() + ns;
-    on_this_cpu(|cpu| add_sleeper(cpu, deadline, me));
+    on_this_cpu(|irq, cpu| add_sleeper(irq, cpu, deadline, me));
     while time::now_ns() < deadline {
         block();
     }
@@ -184,12 +148,12 @@ pub fn sleep_ns(ns: u64) {
 /// from here on), wakes its joiners, switches away for good. Interrupts stay
 /// off throughout, so nothing preempts the thread between these steps.
 pub fn exit() -> ! {
-    x86_64::instructions::interrupts::disable();
+    let off = irq::disable();
     let me = current().expect("exit() outside a thread");
     // From here wakeups are ignored: the task id is freed at the switch below
     // and may then name another thread's task.
     me.wake.lock().state = ThreadState::Exited;
-    let cpu = this_cpu();
+    let cpu = this_cpu(&off);
     let task = core().exit(cpu, time::now_ns());
     set_task_thread(task, None);
     {
@@ -199,8 +163,8 @@ pub fn exit() -> ! {
         table.exited += 1;
     }
     me.exited.store(true, Ordering::Release);
-    me.exit_wq.wake_all(false);
+    me.exit_wq.wake_all(WF_NONE);
     drop(me);
-    schedule_irqs_off(this_cpu());
+    schedule(&off, cpu);
     unreachable!("an exited thread was scheduled again")
 }

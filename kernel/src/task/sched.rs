@@ -29,10 +29,12 @@ use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use sched::{CpuList, DynPolicy, SchedConfig, SchedTopo, Scheduler, TaskId};
 use spin::{Mutex, Once};
 
-use super::api::{exit, preempt_point};
-use super::switch::switch_context;
-use super::thread::{Thread, ThreadId, ThreadState};
-use crate::arch::{ipi, percpu, time};
+use super::api::exit;
+use super::thread::{Thread, ThreadId};
+use super::wake::{WF_NONE, try_to_wake_up};
+use crate::arch::irq::{self, IrqsOff};
+use crate::arch::switch::{self, Context};
+use crate::arch::{fpu, ipi, percpu, time};
 use crate::sync::IrqSpinLock;
 use crate::trace;
 
@@ -82,9 +84,8 @@ pub struct CpuSched {
     current: Mutex<Option<Arc<Thread>>>,
     /// Thread id + 1 of the running thread, 0 = idle (for remote readers).
     pub current_id: AtomicUsize,
-    idle_rsp: AtomicU64,
-    /// `on_cpu` of the idle context: set while this CPU runs its idle loop.
-    idle_on_cpu: AtomicBool,
+    /// The idle context (this CPU's boot stack): `on_cpu` while it runs.
+    idle: Context,
     prev: Mutex<Option<Arc<Thread>>>,
     /// Threads sleeping until a deadline, woken by this CPU's tick.
     sleepers: IrqSpinLock<BinaryHeap<Reverse<Sleeper>>>,
@@ -131,8 +132,7 @@ pub fn init(topo: SchedTopo, cfg: SchedConfig, policy: DynPolicy, nr_cpus: usize
             .map(|_| CpuSched {
                 current: Mutex::new(None),
                 current_id: AtomicUsize::new(0),
-                idle_rsp: AtomicU64::new(0),
-                idle_on_cpu: AtomicBool::new(true),
+                idle: Context::running(),
                 prev: Mutex::new(None),
                 sleepers: IrqSpinLock::new(BinaryHeap::new()),
                 switches: AtomicU64::new(0),
@@ -144,24 +144,25 @@ pub fn init(topo: SchedTopo, cfg: SchedConfig, policy: DynPolicy, nr_cpus: usize
     CORE.call_once(|| Scheduler::with_policy(topo, cfg, policy));
 }
 
-pub(super) fn this_cpu() -> usize {
+/// This CPU's number. Only meaningful with interrupts off (a thread with
+/// interrupts on can be preempted and migrated between reading its CPU
+/// number and using it), hence the token.
+pub(super) fn this_cpu(_irq: &IrqsOff) -> usize {
     percpu::cpu_index() as usize
 }
 
-/// Runs `f(cpu)` with interrupts off, `cpu` read after disabling them (a
-/// thread with interrupts on can be preempted and migrated between reading
-/// its CPU number and using it).
-pub(super) fn on_this_cpu<R>(f: impl FnOnce(usize) -> R) -> R {
-    x86_64::instructions::interrupts::without_interrupts(|| f(this_cpu()))
+/// Runs `f(irq, cpu)` with interrupts off, `cpu` read after disabling them.
+pub(super) fn on_this_cpu<R>(f: impl FnOnce(&IrqsOff, usize) -> R) -> R {
+    irq::without(|irq| f(irq, this_cpu(irq)))
 }
 
 /// The running thread, if any (None on the idle context). Interrupts are
 /// off while the per-CPU cell is locked: a tick that switches threads takes
 /// the same cell, and must not find it held by the code it interrupted.
 pub fn current() -> Option<Arc<Thread>> {
-    x86_64::instructions::interrupts::without_interrupts(|| {
+    irq::without(|irq| {
         CPUS.get()
-            .and_then(|c| c[this_cpu()].current.lock().clone())
+            .and_then(|c| c[this_cpu(irq)].current.lock().clone())
     })
 }
 
@@ -183,19 +184,20 @@ pub fn thread_counts() -> (u64, u64) {
 
 /// The core's machine-wide statistics (per-CPU counters summed).
 pub fn stats() -> sched::stats::SchedStats {
-    x86_64::instructions::interrupts::without_interrupts(|| core().stats())
+    irq::without(|_| core().stats())
 }
 
 /// The core's machine-wide statistics as JSON.
 pub fn stats_json() -> String {
     let mut s = String::new();
-    let st = x86_64::instructions::interrupts::without_interrupts(|| core().stats());
+    let st = irq::without(|_| core().stats());
     let _ = st.write_json(&mut s);
     s
 }
 
-/// Registers a sleeper on this CPU's timer heap.
-pub(super) fn add_sleeper(cpu: usize, deadline: u64, thread: Arc<Thread>) {
+/// Registers a sleeper on this CPU's (`cpu`, read with interrupts off)
+/// timer heap.
+pub(super) fn add_sleeper(_irq: &IrqsOff, cpu: usize, deadline: u64, thread: Arc<Thread>) {
     cpu_state(cpu)
         .sleepers
         .lock()
@@ -280,30 +282,6 @@ pub fn describe_threads(limit: usize) -> Vec<String> {
     out
 }
 
-/// Wakes `t` from `cpu` (interrupts off). Returns CPUs to IPI.
-pub(super) fn wake_irqs_off(t: &Arc<Thread>, sync: bool, cpu: usize, now: u64) -> CpuList {
-    let mut w = t.wake.lock();
-    match w.state {
-        ThreadState::Blocked => {
-            w.state = ThreadState::Runnable;
-            let r = core().wake_up(t.task, cpu, sync, now);
-            trace::event(
-                cpu,
-                trace::Kind::Wakeup,
-                t.tid,
-                r.cpu as u64,
-                u64::from(sync),
-            );
-            r.resched
-        }
-        ThreadState::Runnable => {
-            w.wake_pending = true;
-            CpuList::new()
-        }
-        ThreadState::Exited => CpuList::new(),
-    }
-}
-
 /// Trace the tasks the core moved (balancing, exec) from `cpu`'s call.
 fn trace_migrations(cpu: usize, moved: &[sched::core::Migration]) {
     if !trace::on() {
@@ -317,7 +295,9 @@ fn trace_migrations(cpu: usize, moved: &[sched::core::Migration]) {
     }
 }
 
-pub(super) fn send_ipis(cpus: &[usize], me: usize) {
+/// Sends the reschedule IPIs a core call asked for, except to `me`, this CPU
+/// (interrupts still off since the call, so it is still this CPU).
+pub(super) fn send_ipis(_irq: &IrqsOff, cpus: &[usize], me: usize) {
     for &c in cpus {
         if c != me {
             ipi::send_reschedule(c);
@@ -325,25 +305,32 @@ pub(super) fn send_ipis(cpus: &[usize], me: usize) {
     }
 }
 
-/// Decides what `cpu` runs next and switches to it. Interrupts must be off;
-/// returns after this context runs again (maybe on another CPU: callers
-/// re-read the CPU number).
-pub(super) fn schedule_irqs_off(cpu: usize) {
-    switch_to(cpu, core().schedule(cpu, time::now_ns()));
+/// Decides what `cpu` runs next and switches to it; returns after this
+/// context runs again (maybe on another CPU: callers re-read the CPU
+/// number).
+pub(super) fn schedule(irq: &IrqsOff, cpu: usize) {
+    switch_to(irq, cpu, core().schedule(cpu, time::now_ns()));
+}
+
+/// Reschedules `cpu` if the core asked it to.
+pub(super) fn resched_if_needed(irq: &IrqsOff, cpu: usize) {
+    if core().need_resched(cpu) {
+        schedule(irq, cpu);
+    }
 }
 
 /// Carries out a `schedule()` decision of this CPU: reschedule IPIs, then
-/// the context switch (interrupts off).
-pub(super) fn switch_to(cpu: usize, sw: sched::Switch) {
-    debug_assert!(
-        !x86_64::instructions::interrupts::are_enabled(),
-        "schedule with interrupts on"
-    );
-    debug_assert_eq!(cpu, this_cpu(), "schedule for the wrong CPU");
+/// the context switch. The crate's one `unsafe` outside `arch/` and `mm/`:
+/// the switch's safety rests on which thread runs and when a stack may be
+/// freed, which only this module knows.
+#[allow(unsafe_code)]
+pub(super) fn switch_to(irq: &IrqsOff, cpu: usize, sw: sched::Switch) {
+    debug_assert!(!irq::are_enabled(), "schedule with interrupts on");
+    debug_assert_eq!(cpu, this_cpu(irq), "schedule for the wrong CPU");
     let next = sw
         .next
         .map(|t| thread_of(t).expect("picked a task with no thread"));
-    send_ipis(&sw.resched, cpu);
+    send_ipis(irq, &sw.resched, cpu);
     trace_migrations(cpu, &sw.migrations);
     let cs = cpu_state(cpu);
     let prev = cs.current.lock().clone();
@@ -366,43 +353,41 @@ pub(super) fn switch_to(cpu: usize, sw: sched::Switch) {
     }
     let tid = |t: &Option<Arc<Thread>>| t.as_ref().map_or(0, |t| t.tid);
     trace::event(cpu, trace::Kind::Switch, tid(&next), tid(&prev), 0);
-    crate::arch::fpu::switch_out(prev.as_deref().map(|p| &p.fpu));
-    let (save, prev_on_cpu) = match &prev {
-        Some(p) => (p.rsp.as_ptr(), &p.on_cpu as *const AtomicBool),
-        None => (cs.idle_rsp.as_ptr(), &cs.idle_on_cpu as *const AtomicBool),
-    };
-    let (load, next_on_cpu) = match &next {
-        Some(n) => (n.rsp.as_ptr() as *const u64, &n.on_cpu as *const AtomicBool),
-        None => (
-            cs.idle_rsp.as_ptr() as *const u64,
-            &cs.idle_on_cpu as *const AtomicBool,
-        ),
-    };
+    fpu::switch_out(irq, prev.as_deref().map(|p| &p.fpu));
+    // Raw pointers: the threads move into `cs.prev`/`cs.current` below,
+    // which keep them alive across the switch.
+    let from: *const Context = prev.as_ref().map_or(&cs.idle, |p| &p.ctx);
+    let to: *const Context = next.as_ref().map_or(&cs.idle, |n| &n.ctx);
     cs.current_id
         .store(next.as_ref().map_or(0, |n| n.id + 1), Ordering::Relaxed);
     *cs.current.lock() = next;
     *cs.prev.lock() = prev;
     cs.switches.fetch_add(1, Ordering::Relaxed);
-    // SAFETY: interrupts are off. `save`/`prev_on_cpu` belong to the
-    // context running now (a thread kept alive by `cs.prev`, or this CPU's
-    // idle context); `load`/`next_on_cpu` belong to a live thread (kept
-    // alive by `cs.current`) or to this CPU's idle context, whose rsp was
-    // stored by the switch that last left it, or by `initial_stack`.
-    unsafe { switch_context(save, prev_on_cpu, load, next_on_cpu) };
-    crate::arch::fpu::switch_in();
-    finish_switch();
+    // SAFETY: interrupts are off (`irq`). `from` is the context running now:
+    // a thread kept alive by `cs.prev` until the context resumed here runs
+    // `finish_switch`, which is after this switch saved and released it, or
+    // this CPU's idle context, which lives for good. `to` is a live thread's
+    // context (kept alive by `cs.current`) made by `Context::new` or saved
+    // by an earlier switch, or this CPU's idle context, saved by the switch
+    // that last left it. A thread's stack is freed only after it exited and
+    // its context was released (`finish_switch`), so it never runs again.
+    unsafe { switch::switch(irq, &*from, &*to) };
+    // Resumed, maybe on another CPU: restore this thread's FPU registers.
+    let cs = cpu_state(this_cpu(irq));
+    fpu::switch_in(irq, cs.current.lock().as_deref().map(|t| &t.fpu));
+    finish_switch(irq);
 }
 
 /// Runs on the new context right after a switch: drops this CPU's reference
 /// to the previous thread, freeing its stack if it exited (its context was
 /// released by `switch_context` and no CPU will run it again).
-fn finish_switch() {
-    let cs = cpu_state(this_cpu());
+fn finish_switch(irq: &IrqsOff) {
+    let cs = cpu_state(this_cpu(irq));
     // A dead thread never runs again once released; if another CPU still
     // has it on_cpu, that CPU's own finish_switch frees the stack.
     if let Some(p) = cs.prev.lock().take()
         && p.has_exited()
-        && !p.on_cpu.load(Ordering::Acquire)
+        && !p.ctx.is_on_cpu()
     {
         p.release_stack();
     }
@@ -410,8 +395,11 @@ fn finish_switch() {
 
 /// First code of every new thread.
 pub(super) extern "sysv64" fn thread_start() -> ! {
-    finish_switch();
-    x86_64::instructions::interrupts::enable();
+    // Entered by a switch made with interrupts off; the switcher's token
+    // stayed with its context, so take (and give back) one of our own.
+    let off = irq::disable();
+    finish_switch(&off);
+    irq::enable(off);
     let me = current().expect("thread_start without a current thread");
     // `--seed`: a seed-derived spin before the body (see `jitter`).
     let jitter = super::jitter::start_jitter_ns(me.tid);
@@ -427,11 +415,11 @@ pub(super) extern "sysv64" fn thread_start() -> ! {
 /// Timer tick hook (interrupt context, after EOI): this CPU's expired
 /// sleepers, the core's tick (PELT, preemption, periodic balance), then
 /// preemption if needed.
-pub fn on_tick() {
+pub fn on_tick(irq: &IrqsOff) {
     if CORE.get().is_none() {
         return;
     }
-    let cpu = this_cpu();
+    let cpu = this_cpu(irq);
     let now = time::now_ns();
     // Expired sleepers one at a time (no list to allocate on the tick).
     let mut resched = CpuList::new();
@@ -443,8 +431,8 @@ pub fn on_tick() {
             }
             heap.pop().map(|s| s.0.thread)
         };
-        if let Some(t) = expired {
-            for c in wake_irqs_off(&t, false, cpu, now) {
+        if let Some(r) = expired.and_then(|t| try_to_wake_up(irq, &t, WF_NONE, cpu, now)) {
+            for &c in r.resched.iter() {
                 resched.insert(c);
             }
         }
@@ -454,38 +442,40 @@ pub fn on_tick() {
     for &c in tick.resched.iter() {
         resched.insert(c);
     }
-    send_ipis(&resched, cpu);
+    send_ipis(irq, &resched, cpu);
     if tick.need_resched || resched.contains(&cpu) {
-        schedule_irqs_off(cpu);
+        schedule(irq, cpu);
     }
 }
 
 /// Reschedule-IPI hook (interrupt context, after EOI).
-pub fn on_reschedule_ipi() {
+pub fn on_reschedule_ipi(irq: &IrqsOff) {
     if CORE.get().is_some() {
-        preempt_point();
+        resched_if_needed(irq, this_cpu(irq));
     }
 }
 
 /// The idle loop of every CPU once the scheduler runs: pick work when asked,
 /// otherwise halt until the next interrupt.
 pub fn idle_loop() -> ! {
-    x86_64::instructions::interrupts::disable();
-    let cpu = this_cpu();
+    let off = irq::disable();
+    // The idle context never migrates: its CPU number holds for good.
+    let cpu = this_cpu(&off);
     // Entering idle: let the core pick (and pull work by newly-idle balance).
-    schedule_irqs_off(cpu);
+    schedule(&off, cpu);
     loop {
-        x86_64::instructions::interrupts::disable();
+        let off = irq::disable();
         if core().need_resched(cpu) {
-            schedule_irqs_off(cpu);
+            schedule(&off, cpu);
             continue;
         }
         // `sti; hlt` (or `sti; mwait`) is atomic: no wakeup IPI can slip in
         // between. MWAIT also ends on a write to the monitored per-CPU word.
         if IDLE_MWAIT.load(Ordering::Relaxed) {
-            crate::arch::cpu::monitor_mwait(cpu_state(cpu).current_id.as_ptr() as *const u8);
+            let word = cpu_state(cpu).current_id.as_ptr() as *const u8;
+            crate::arch::cpu::monitor_mwait(off, word);
         } else {
-            x86_64::instructions::interrupts::enable_and_hlt();
+            irq::enable_and_hlt(off);
         }
     }
 }

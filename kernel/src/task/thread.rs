@@ -4,14 +4,14 @@
 
 use alloc::boxed::Box;
 use alloc::string::String;
-use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use sched::TaskId;
 use spin::Mutex;
 
-use super::switch;
 use super::wait::WaitQueue;
 use crate::arch::fpu::FpuState;
+use crate::arch::switch::Context;
 use crate::sync::IrqSpinLock;
 
 /// Kernel-side thread number (dense, reused after the thread is reaped).
@@ -59,11 +59,9 @@ pub struct Thread {
     pub task: TaskId,
     /// Wakeup state (see [`WakeState`]).
     pub wake: IrqSpinLock<WakeState>,
-    /// Saved stack pointer while not running.
-    pub rsp: AtomicU64,
-    /// True while a CPU runs it: taken by `switch_context` before resuming
-    /// it, released only after its context is saved (Linux's `p->on_cpu`).
-    pub on_cpu: AtomicBool,
+    /// Saved stack pointer while not running, and `on_cpu` (true while a CPU
+    /// runs it: taken before resuming it, released only after it is saved).
+    pub ctx: Context,
     /// CPU it last ran on (u32::MAX = never ran).
     pub last_cpu: AtomicU32,
     stack: Mutex<Option<Box<[u64]>>>,
@@ -89,7 +87,7 @@ impl Thread {
     ) -> Thread {
         let mut stack = alloc::vec![0u64; STACK_BYTES / 8].into_boxed_slice();
         stack[..CANARY_WORDS].fill(CANARY);
-        let rsp = switch::initial_stack(&mut stack, start);
+        let ctx = Context::new(&mut stack, start);
         Thread {
             id,
             tid: crate::trace::new_tid(&name),
@@ -101,8 +99,7 @@ impl Thread {
                 state: ThreadState::Runnable,
                 wake_pending: false,
             }),
-            rsp: AtomicU64::new(rsp),
-            on_cpu: AtomicBool::new(false),
+            ctx,
             last_cpu: AtomicU32::new(u32::MAX),
             stack: Mutex::new(Some(stack)),
             entry: Mutex::new(Some(entry)),

@@ -17,8 +17,9 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 use super::thread::Thread;
-use super::{api, sched};
+use super::{sched, wake};
 use crate::sync::IrqSpinLock;
+use ::sched::WakeFlags;
 
 /// Threads waiting for one condition.
 pub struct WaitQueue {
@@ -55,8 +56,9 @@ impl WaitQueue {
         }
     }
 
-    /// Wakes the longest waiter; false if nobody waited.
-    pub fn wake_one(&self, sync: bool) -> bool {
+    /// Wakes the longest waiter with the caller's `flags`; false if nobody
+    /// waited.
+    pub fn wake_one(&self, flags: WakeFlags) -> bool {
         let t = {
             let mut w = self.waiters.lock();
             if w.is_empty() {
@@ -67,18 +69,18 @@ impl WaitQueue {
         };
         match t {
             Some(t) => {
-                api::wake(&t, sync);
+                wake::wake(&t, flags);
                 true
             }
             None => false,
         }
     }
 
-    /// Wakes every waiter; returns how many.
-    pub fn wake_all(&self, sync: bool) -> usize {
+    /// Wakes every waiter with the caller's `flags`; returns how many.
+    pub fn wake_all(&self, flags: WakeFlags) -> usize {
         let all = core::mem::take(&mut *self.waiters.lock());
         for t in &all {
-            api::wake(t, sync);
+            wake::wake(t, flags);
         }
         all.len()
     }

@@ -228,14 +228,32 @@ impl<P: SchedPolicy> Scheduler<P> {
         }
     }
 
+    /// [`Self::wake_up_flags`] with `sync` = WF_SYNC.
+    pub fn wake_up(&self, p: TaskId, waker_cpu: CpuId, sync: bool, now: u64) -> WakeupResult {
+        let flags = if sync {
+            WakeFlags::SYNC
+        } else {
+            WakeFlags::default()
+        };
+        self.wake_up_flags(p, waker_cpu, flags, now)
+    }
+
     /// `try_to_wake_up(p, wake_flags)` executed on `waker_cpu` (whose
-    /// current task, if any, is the waker). `sync` = WF_SYNC. Waking a task
-    /// that is not sleeping is a no-op (its CPU is returned, no decisions).
+    /// current task, if any, is the waker). `wake_flags` are the caller's
+    /// (WF_SYNC, say); WF_TTWU is added here. Waking a task that is not
+    /// sleeping is a no-op (its CPU is returned, no decisions).
     ///
     /// Locking: `p`'s runqueue to take it (it is then in transit, owned by
     /// this call), the waker's runqueue for the placement decision, then the
     /// target's to queue it; never two at once.
-    pub fn wake_up(&self, p: TaskId, waker_cpu: CpuId, sync: bool, now: u64) -> WakeupResult {
+    pub fn wake_up_flags(
+        &self,
+        p: TaskId,
+        waker_cpu: CpuId,
+        wake_flags: WakeFlags,
+        now: u64,
+    ) -> WakeupResult {
+        let sync = wake_flags.has(WakeFlags::SYNC);
         let Some(mut core) = self.shared.lock_task(p, waker_cpu) else {
             // Not alive: like a wakeup of an exited task, nothing to do.
             return WakeupResult {
@@ -264,10 +282,7 @@ impl<P: SchedPolicy> Scheduler<P> {
             core.lock_also(waker_cpu);
         }
         let now = core.update_rq_clock(waker_cpu, now);
-        let mut flags = WakeFlags::TTWU;
-        if sync {
-            flags = flags.or(WakeFlags::SYNC);
-        }
+        let flags = wake_flags.or(WakeFlags::TTWU);
         // select_task_rq(): only tasks allowed on more than one CPU get a
         // placement decision.
         let cpu = match core.tasks[p].bound_cpu {

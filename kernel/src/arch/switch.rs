@@ -1,19 +1,78 @@
-//! The context switch. A thread that is not running is fully described by its
-//! saved stack pointer: `switch_context` pushes the callee-saved registers
-//! (rbx, rbp, r12-r15) on the old stack, stores rsp, loads the new rsp and
-//! pops the new thread's registers. Everything else is caller-saved by the
+//! The context switch. A thread that is not running is fully described by
+//! its saved stack pointer ([`Context`]): `switch_context` pushes the
+//! callee-saved registers (rbx, rbp, r12-r15) on the old stack, stores rsp,
+//! loads the new rsp and pops the new thread's registers. Everything else is caller-saved by the
 //! System V ABI. Always called with interrupts disabled.
 //!
 //! FPU/SSE: the kernel target (`x86_64-unknown-none`) is soft-float, so
 //! compiled code holds no x87/SSE state and `switch_context` saves none.
 //! Threads that use the FPU through inline assembly are handled around it
-//! (`arch/fpu.rs`): `sched::switch_to` calls `fpu::switch_out` right before
+//! (`fpu.rs`): `task::sched::switch_to` calls `fpu::switch_out` right before
 //! `switch_context` (fxsave while the old context is still ours, then
 //! CR0.TS set) and `fpu::switch_in` right after it on the resumed context
 //! (clts + fxrstor for an FPU thread).
 
 use core::arch::naked_asm;
-use core::sync::atomic::AtomicBool;
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use super::irq::IrqsOff;
+
+/// An execution context: its saved stack pointer while it does not run, and
+/// its `on_cpu` flag (Linux's `p->on_cpu`): set while a CPU runs it, taken by
+/// [`switch`] before resuming it and released only after it is saved.
+pub struct Context {
+    rsp: AtomicU64,
+    on_cpu: AtomicBool,
+}
+
+impl Context {
+    /// The context running now on this CPU (its boot/idle context): its
+    /// stack pointer is stored by the first switch away from it.
+    pub const fn running() -> Context {
+        Context {
+            rsp: AtomicU64::new(0),
+            on_cpu: AtomicBool::new(true),
+        }
+    }
+
+    /// A new context on `stack` whose first switch-in enters `entry` (see
+    /// [`initial_stack`]).
+    pub fn new(stack: &mut [u64], entry: extern "sysv64" fn() -> !) -> Context {
+        Context {
+            rsp: AtomicU64::new(initial_stack(stack, entry)),
+            on_cpu: AtomicBool::new(false),
+        }
+    }
+
+    /// Whether a CPU still runs it (or has not finished saving it).
+    pub fn is_on_cpu(&self) -> bool {
+        self.on_cpu.load(Ordering::Acquire)
+    }
+}
+
+/// Saves the running context `prev`, releases it, then takes and resumes
+/// `next`; returns when `prev` is resumed (by some CPU).
+///
+/// # Safety
+/// `prev` must be the context running now on this CPU. `next` must be a
+/// context made by [`Context::new`] or saved by an earlier `switch`, whose
+/// stack stays allocated until it runs again and for as long as it runs; it
+/// may still be running elsewhere (this waits for its release). `prev`
+/// itself is touched only until this switch has released it; its stack must
+/// stay allocated until it is resumed, or for good if it never is (an
+/// exited thread's).
+pub unsafe fn switch(_irq: &IrqsOff, prev: &Context, next: &Context) {
+    // SAFETY: interrupts are off (the token); the caller guarantees the
+    // contexts and their stacks as `switch_context` requires.
+    unsafe {
+        switch_context(
+            prev.rsp.as_ptr(),
+            &prev.on_cpu,
+            next.rsp.as_ptr(),
+            &next.on_cpu,
+        )
+    }
+}
 
 /// Saves the current context, releases it, then takes and resumes the next.
 ///
@@ -33,7 +92,7 @@ use core::sync::atomic::AtomicBool;
 /// running elsewhere (and will be released) or saved; `*load_rsp` must come
 /// from an earlier `switch_context` or [`initial_stack`].
 #[unsafe(naked)]
-pub unsafe extern "sysv64" fn switch_context(
+unsafe extern "sysv64" fn switch_context(
     save_rsp: *mut u64,
     prev_on_cpu: *const AtomicBool,
     load_rsp: *const u64,
@@ -74,7 +133,7 @@ const FRAME_WORDS: usize = 8;
 /// Prepares `stack` so that the first `switch_context` into it "returns" into
 /// `entry` with a System V-conformant stack (rsp = 8 mod 16 at entry, as
 /// after a call). Returns the initial saved rsp.
-pub fn initial_stack(stack: &mut [u64], entry: extern "sysv64" fn() -> !) -> u64 {
+fn initial_stack(stack: &mut [u64], entry: extern "sysv64" fn() -> !) -> u64 {
     let base = stack.as_ptr() as usize;
     // Highest 16-byte-aligned address within the stack, as an index.
     let top = ((base + stack.len() * 8) & !15) - base;
