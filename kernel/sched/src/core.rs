@@ -27,6 +27,7 @@ use crate::fair::entity::{self, DequeueFlags, EnqueueFlags};
 use crate::fair::{cfs, eevdf};
 use crate::features::Feat;
 use crate::inline_vec::InlineVec;
+use crate::padded::Padded;
 use crate::pelt::{self, Removed};
 use crate::rq::{LlcShared, Rq, RqSnap};
 use crate::small::Small;
@@ -95,16 +96,18 @@ pub struct Shared {
     pub cfg: SchedConfig,
     /// Topology facts.
     pub topo: SchedTopo,
-    rqs: Vec<Lock<Rq>>,
-    arenas: Vec<Lock<TaskArena>>,
-    stats: Vec<Lock<SchedStats>>,
+    // Per-CPU entries each on their own cache lines (`Padded`): every
+    // operation writes its CPU's locks, and packed entries false-share.
+    rqs: Vec<Padded<Lock<Rq>>>,
+    arenas: Vec<Padded<Lock<TaskArena>>>,
+    stats: Vec<Padded<Lock<SchedStats>>>,
     /// Per acting CPU (like `stats`): the task an operation has in transit.
     /// Kept out of [`SchedCore`] so a context stays small to pass around.
-    transit: Vec<Lock<Option<Task>>>,
-    removed: Vec<Lock<Removed>>,
+    transit: Vec<Padded<Lock<Option<Task>>>>,
+    removed: Vec<Padded<Lock<Removed>>>,
     /// Something waits in `removed[cpu]` (skips its lock otherwise).
-    removed_pending: Vec<AtomicBool>,
-    snap: Vec<RqSnap>,
+    removed_pending: Vec<Padded<AtomicBool>>,
+    snap: Vec<Padded<RqSnap>>,
     /// Per-LLC shared state, indexed by `sd_llc_id`.
     pub llc: Vec<LlcShared>,
     /// Where every task id lives: `task_cpu(p)` in the high half (`NO_CPU`
@@ -119,30 +122,34 @@ impl Shared {
     /// At most `cfg.max_tasks` tasks may be alive at once.
     pub fn new(topo: SchedTopo, cfg: SchedConfig) -> Self {
         let n = topo.nr_cpus;
-        let rqs: Vec<Lock<Rq>> = (0..n)
+        let rqs: Vec<Padded<Lock<Rq>>> = (0..n)
             .map(|c| {
                 let mins: Vec<u64> = topo
                     .sd(c)
                     .iter()
                     .map(|d| u64::from(d.min_interval_ms))
                     .collect();
-                Lock::new(Rq::new(c, &mins, cfg.tunables.migration_cost_ns))
+                Padded(Lock::new(Rq::new(c, &mins, cfg.tunables.migration_cost_ns)))
             })
             .collect();
-        let snap: Vec<RqSnap> = (0..n).map(|_| RqSnap::default()).collect();
+        let snap: Vec<Padded<RqSnap>> = (0..n).map(|_| Padded(RqSnap::default())).collect();
         for (c, rq) in rqs.iter().enumerate() {
             snap[c].publish(&rq.lock());
         }
         Shared {
             rqs,
             arenas: (0..n)
-                .map(|_| Lock::new(TaskArena::with_capacity(ARENA_START)))
+                .map(|_| Padded(Lock::new(TaskArena::with_capacity(ARENA_START))))
                 .collect(),
             // One slot per CPU, plus one for whole-machine contexts.
-            stats: (0..=n).map(|_| Lock::new(SchedStats::new(n))).collect(),
-            transit: (0..=n).map(|_| Lock::new(None)).collect(),
-            removed: (0..n).map(|_| Lock::new(Removed::default())).collect(),
-            removed_pending: (0..n).map(|_| AtomicBool::new(false)).collect(),
+            stats: (0..=n)
+                .map(|_| Padded(Lock::new(SchedStats::new(n))))
+                .collect(),
+            transit: (0..=n).map(|_| Padded(Lock::new(None))).collect(),
+            removed: (0..n)
+                .map(|_| Padded(Lock::new(Removed::default())))
+                .collect(),
+            removed_pending: (0..n).map(|_| Padded(AtomicBool::new(false))).collect(),
             snap,
             llc: (0..n).map(|c| LlcShared::new(topo.llc_size[c])).collect(),
             task_loc: (0..cfg.max_tasks)

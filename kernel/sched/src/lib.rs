@@ -21,6 +21,7 @@ pub mod fair;
 pub mod features;
 pub mod idle;
 pub mod inline_vec;
+mod padded;
 pub mod pelt;
 pub mod placement;
 pub mod policies;
