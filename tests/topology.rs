@@ -38,8 +38,10 @@ fn check_with(m: &Machine, r: &RunResult, dies_visible: bool) {
     assert_eq!(u(&t["nodes"]), m.numa_nodes as u64);
     let (th, co, di) = (m.threads as u64, m.cores as u64, m.dies as u64);
     let per_node = n / m.numa_nodes as u64;
-    for c in t["cpus"].as_array().unwrap() {
-        let i = u(&c["cpu"]);
+    let rows = xtask::topology_record::cpus(t).expect("readable cpus");
+    assert_eq!(rows.len() as u64, n);
+    for c in &rows {
+        let i = c.cpu;
         let want = [
             ("thread", i % th),
             ("core", i / th),
@@ -57,10 +59,18 @@ fn check_with(m: &Machine, r: &RunResult, dies_visible: bool) {
             ("llc", i / (th * co)),
         ];
         for (field, value) in want {
-            assert_eq!(u(&c[field]), value, "cpu {i} {field}: {c}");
+            let got = match field {
+                "thread" => c.thread,
+                "core" => c.core,
+                "die" => c.die,
+                "package" => c.package,
+                "node" => c.node,
+                _ => c.llc,
+            };
+            assert_eq!(got, value, "cpu {i} {field}: {c:?}");
         }
-        assert_eq!(c["online"], true);
-        assert_eq!(u(&c["sd_llc_size"]), th * co, "cpu {i}: {c}");
+        assert!(c.online, "cpu {i}: {c:?}");
+        assert_eq!(c.sd_llc_size, th * co, "cpu {i}: {c:?}");
     }
     let want_dist: Vec<Vec<u32>> = m.distances.clone().unwrap_or_else(|| {
         let k = m.numa_nodes as usize;
@@ -81,12 +91,14 @@ fn check_with(m: &Machine, r: &RunResult, dies_visible: bool) {
 }
 
 fn level_names(t: &Value, cpu: usize) -> Vec<String> {
-    t["domains"][cpu]["levels"]
-        .as_array()
-        .unwrap()
+    xtask::topology_record::domains_of(t, cpu as u64)
         .iter()
         .map(|l| l["name"].as_str().unwrap().to_string())
         .collect()
+}
+
+fn span(t: &Value, cpu: usize, index: usize) -> Value {
+    xtask::topology_record::domains_of(t, cpu as u64)[index]["span"].clone()
 }
 
 #[test]
@@ -104,7 +116,7 @@ fn two_sockets_smt_two_nodes() {
     check(&m, &r);
     let t = r.record("topology").unwrap();
     assert_eq!(level_names(t, 0), ["SMT", "MC", "NUMA"]);
-    assert_eq!(t["domains"][5]["levels"][0]["span"], "4-5");
+    assert_eq!(span(t, 5, 0), "4-5");
 }
 
 #[test]
@@ -129,8 +141,8 @@ fn four_sockets_four_nodes_uneven_distances() {
     let t = r.record("topology").unwrap();
     // MC (the socket's LLC), then one NUMA level per distinct remote distance.
     assert_eq!(level_names(t, 0), ["MC", "NUMA", "NUMA"]);
-    assert_eq!(t["domains"][0]["levels"][1]["span"], "0-7");
-    assert_eq!(t["domains"][0]["levels"][2]["span"], "0-15");
+    assert_eq!(span(t, 0, 1), "0-7");
+    assert_eq!(span(t, 0, 2), "0-15");
 }
 
 #[test]

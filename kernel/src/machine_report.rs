@@ -3,30 +3,25 @@
 //! caches, scheduling domains), an `lscpu -e`-like table and Linux's
 //! sched-domain debug listing.
 
-use alloc::string::String;
 use core::fmt::Write;
 
-use topology::{CacheKind, CpuMask};
-
 use crate::machine::Machine;
-use crate::record::{Emit, Record, json_array, json_string};
-
-fn mask(m: &CpuMask) -> String {
-    json_string(&alloc::format!("{m}"))
-}
+use crate::record::{Emit, Record, json_array};
+use workloads::topology_record::json_runs;
 
 /// Emits the `smp` record.
 pub fn emit_smp(m: &Machine) {
     let failed = json_array(m.aps.iter().filter(|a| !a.online), |w, ap| {
         write!(w, "{}", ap.apic_id)
     });
-    let aps = json_array(&m.aps, |w, ap| {
-        write!(
-            w,
-            "{{\"cpu\":{},\"apic_id\":{},\"online\":{},\"start_ns\":{}}}",
-            ap.cpu, ap.apic_id, ap.online, ap.start_ns
-        )
-    });
+    // Columns, the first three as arithmetic runs (docs/results.md).
+    let aps = alloc::format!(
+        "{{\"cpu\":{},\"apic_id\":{},\"online\":{},\"start_ns\":{}}}",
+        json_runs(m.aps.iter().map(|ap| ap.cpu as u64)),
+        json_runs(m.aps.iter().map(|ap| u64::from(ap.apic_id))),
+        json_runs(m.aps.iter().map(|ap| u64::from(ap.online))),
+        json_array(&m.aps, |w, ap| write!(w, "{}", ap.start_ns)),
+    );
     let online = 1 + m.aps.iter().filter(|a| a.online).count();
     Record::new("smp")
         .u64("cpus", m.topology.nr_cpus() as u64)
@@ -53,89 +48,53 @@ pub fn emit_smp(m: &Machine) {
         .emit();
 }
 
-/// Emits the `topology` record.
-pub fn emit_topology(m: &Machine) {
-    let t = &m.topology;
-    let cpus = json_array(&t.cpus, |w, c| {
-        write!(
-            w,
-            "{{\"cpu\":{},\"apic_id\":{},\"package\":{},\"die\":{},\"core\":{},\"thread\":{},\"node\":{},\"llc\":{},\"online\":{},\"sd_llc_size\":{},\"sd_llc_id\":{}}}",
-            c.cpu,
-            c.apic_id,
-            c.package,
-            c.die,
-            c.core,
-            c.thread,
-            c.node,
-            c.llc,
-            m.is_online(c.cpu),
-            m.domains.sd_llc_size(c.cpu),
-            m.domains.sd_llc_id(c.cpu),
-        )
-    });
-    let dist = json_array(&t.distance, |w, row| write!(w, "{row:?}"));
-    let caches = json_array(&t.caches, |w, c| {
-        let kind = match c.kind {
-            CacheKind::Data => "data",
-            CacheKind::Instruction => "instruction",
-            CacheKind::Unified => "unified",
-        };
-        write!(
-            w,
-            "{{\"level\":{},\"type\":\"{kind}\",\"size_bytes\":{},\"line_bytes\":{},\"ways\":{},\"cpus\":{}}}",
-            c.level,
-            c.size_bytes,
-            c.line_bytes,
-            c.ways,
-            mask(&c.cpus)
-        )
-    });
-    let domains = json_array(0..t.nr_cpus(), |w, cpu| {
-        let levels = json_array(m.domains.domains(cpu), |w, sd| {
-            let groups = json_array(&sd.groups, |w, g| w.write_str(&mask(&g.span)));
-            write!(
-                w,
-                "{{\"name\":\"{}\",\"span\":{},\"span_weight\":{},\"flags\":{},\"imbalance_pct\":{},\"groups\":{groups}}}",
-                sd.name,
-                mask(&sd.span),
-                sd.span_weight(),
-                json_string(&alloc::format!("{}", sd.flags)),
-                sd.imbalance_pct
-            )
-        });
-        write!(w, "{{\"cpu\":{cpu},\"levels\":{levels}}}")
-    });
-    Record::new("topology")
-        .u64("nr_cpus", t.nr_cpus() as u64)
-        .u64("nodes", t.nr_nodes as u64)
-        .raw("distances", &dist)
-        .raw("cpus", &cpus)
-        .raw("caches", &caches)
-        .raw("domains", &domains)
-        .emit();
+/// Emits the `topology` record (compact form, docs/results.md); returns its
+/// length in bytes.
+pub fn emit_topology(m: &Machine) -> usize {
+    let json = workloads::topology_record::topology_fields(&m.topology, &m.domains, |cpu| {
+        m.is_online(cpu)
+    })
+    .finish();
+    crate::record::emit_json(&json);
+    json.len()
 }
+
+/// Above this many CPUs the console shows the first and last rows of the
+/// `lscpu` table and CPU 0's domains only: the console runs at a few tens of
+/// KB/s under TCG, and the topology record holds all of it.
+const CONSOLE_FULL_CPUS: usize = 64;
 
 /// Prints the `lscpu -e`-like table and the sched-domain listing.
 pub fn print_console(m: &Machine) {
-    for line in topology::lscpu_table(&m.topology).lines() {
-        log::info!("{line}");
+    let nr = m.topology.nr_cpus();
+    let table = topology::lscpu_table(&m.topology);
+    let rows = table.lines().count().saturating_sub(1);
+    for (i, line) in table.lines().enumerate() {
+        // Line 0 is the header; rows 1..=nr.
+        if nr <= CONSOLE_FULL_CPUS || i <= 8 || i + 8 > rows {
+            log::info!("{line}");
+        } else if i == 9 {
+            log::info!(
+                "  ({} rows omitted: see the topology record)",
+                rows.saturating_sub(16)
+            );
+        }
     }
     for line in topology::numa_table(&m.topology).lines() {
         log::info!("{line}");
     }
-    let nr = m.topology.nr_cpus();
-    // Every CPU's listing for small machines; CPU 0's and the last CPU's otherwise.
-    for cpu in 0..nr {
-        if nr <= 16 || cpu == 0 || cpu == nr - 1 {
-            for line in m.domains.debug_cpu(cpu).lines() {
-                log::info!("{line}");
-            }
+    // Every CPU's listing for small machines; CPU 0's and the last CPU's up to
+    // CONSOLE_FULL_CPUS; CPU 0's beyond.
+    let shown = |cpu: usize| nr <= 16 || cpu == 0 || (nr <= CONSOLE_FULL_CPUS && cpu == nr - 1);
+    for cpu in (0..nr).filter(|&c| shown(c)) {
+        for line in m.domains.debug_cpu(cpu).lines() {
+            log::info!("{line}");
         }
     }
     if nr > 16 {
         log::info!(
             "(sched-domain listing of the other {} CPUs: see the topology record)",
-            nr - 2
+            (0..nr).filter(|&c| !shown(c)).count()
         );
     }
 }

@@ -96,9 +96,21 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
         Ok(m) => m,
         Err(msg) => fail("topology", &msg),
     };
+    let t0 = arch::time::now_ns();
     machine_report::print_console(&machine);
+    let t1 = arch::time::now_ns();
     machine_report::emit_smp(&machine);
-    machine_report::emit_topology(&machine);
+    let t2 = arch::time::now_ns();
+    let topology_bytes = machine_report::emit_topology(&machine);
+    let t3 = arch::time::now_ns();
+    log::info!(
+        "report printed in {} ms: console listing {} ms, smp record {} ms, topology record {} ms ({} bytes) (TSC time)",
+        (t3 - t0) / 1_000_000,
+        (t1 - t0) / 1_000_000,
+        (t2 - t1) / 1_000_000,
+        (t3 - t2) / 1_000_000,
+        topology_bytes,
+    );
     log::info!(
         "{} of {} CPUs online {} ms after reset; TSC {} MHz ({}); tick {} Hz ({})",
         1 + machine.aps.iter().filter(|a| a.online).count(),

@@ -177,9 +177,9 @@ fn builtin(key: &'static str, x: f64, why: &str) -> Param {
 /// it): (L1d + L2 of one core, LLC bytes per core).
 fn cache_sizes(topo: &Value) -> Option<(u64, u64)> {
     let caches = topo["caches"].as_array()?;
-    let cpus = topo["cpus"].as_array()?;
-    let core0 = cpus.first()?.get("core")?;
-    let threads = cpus.iter().filter(|c| c.get("core") == Some(core0)).count() as u64;
+    let cpus = crate::topology_record::cpus(topo)?;
+    let core0 = cpus.first()?.core;
+    let threads = cpus.iter().filter(|c| c.core == core0).count() as u64;
     let size = |level: u64, types: &[&str]| {
         caches
             .iter()
@@ -191,7 +191,7 @@ fn cache_sizes(topo: &Value) -> Option<(u64, u64)> {
         .iter()
         .filter(|c| c["type"] != "instruction")
         .max_by_key(|c| c["level"].as_u64().unwrap_or(0))?;
-    let sharing = count_cpus(llc["cpus"].as_str()?)?;
+    let sharing = count_cpus(crate::topology_record::cache_instances(llc).first()?)?;
     let cores = (sharing / threads.max(1)).max(1);
     Some((l1 + l2, llc["size_bytes"].as_u64()? / cores))
 }
@@ -455,14 +455,10 @@ pub fn profile_toml(records: &[Value], source: &str) -> Result<String> {
         .and_then(|d| {
             let cpus = d["cpus"].as_array()?;
             let topo = topo?;
+            let rows = crate::topology_record::cpus(topo)?;
             let node = |cpu: &Value| -> Option<usize> {
                 let c = cpu.as_u64()?;
-                topo["cpus"]
-                    .as_array()?
-                    .iter()
-                    .find(|x| x["cpu"].as_u64() == Some(c))?["node"]
-                    .as_u64()
-                    .map(|n| n as usize)
+                rows.iter().find(|x| x.cpu == c).map(|x| x.node as usize)
             };
             let (na, nb) = (node(&cpus[0])?, node(&cpus[1])?);
             topo["distances"][na][nb].as_u64()

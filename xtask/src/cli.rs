@@ -72,7 +72,8 @@ pub enum Cmd {
         out: Option<PathBuf>,
     },
     /// Host benchmarks of the scheduler core (enqueue/pick/dequeue vs a naive
-    /// baseline, select_task_rq on the 160-CPU topology), side by side.
+    /// baseline, select_task_rq on the 160-CPU topology), side by side, of the
+    /// simulator, and of topology and domain building up to 1,024 CPUs.
     Bench,
     /// One run of a sweep directory (what a Slurm array task executes).
     #[command(hide = true)]

@@ -51,6 +51,7 @@ pub mod skips;
 pub mod slurmlab;
 pub mod sweep;
 pub mod symbolize;
+pub mod topology_record;
 pub mod trace;
 
 use std::path::PathBuf;

@@ -51,16 +51,18 @@ fn main() -> ExitCode {
             Ok(if status.success() { 0 } else { 1 })
         }),
         Cmd::Profile { from, out } => xtask::calibration::run(&from, out.as_deref()),
-        Cmd::Bench => {
-            [("sched", "core"), ("schedsim", "sim")]
-                .iter()
-                .try_fold(0, |rc, (package, bench)| {
-                    let s = build::cargo()
-                        .args(["bench", "--package", package, "--bench", bench])
-                        .status()?;
-                    Ok(if s.success() { rc } else { 1 })
-                })
-        }
+        Cmd::Bench => [
+            ("sched", "core"),
+            ("schedsim", "sim"),
+            ("topology", "build"),
+        ]
+        .iter()
+        .try_fold(0, |rc, (package, bench)| {
+            let s = build::cargo()
+                .args(["bench", "--package", package, "--bench", bench])
+                .status()?;
+            Ok(if s.success() { rc } else { 1 })
+        }),
         Cmd::List => {
             println!("experiments (--experiment NAME):");
             for e in bootcfg::EXPERIMENTS {

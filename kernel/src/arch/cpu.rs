@@ -32,11 +32,6 @@ pub fn features() -> raw_cpuid::FeatureInfo {
         .expect("CPUID leaf 1 exists on every x86_64 CPU")
 }
 
-/// Halts until the next interrupt (with interrupts on: boot waits).
-pub fn hlt() {
-    x86_64::instructions::hlt();
-}
-
 /// Stops this CPU for good: interrupts off, `hlt` in a loop (NMIs resume it).
 pub fn halt_forever() -> ! {
     loop {

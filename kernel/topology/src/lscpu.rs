@@ -36,17 +36,39 @@ pub fn lscpu_table(topo: &Topology) -> String {
     kinds.sort_by_key(|&(l, k)| (l, k as u8));
     let cache_hdr: Vec<String> = kinds.iter().map(|&(l, k)| cache_label(l, k)).collect();
     let cache_hdr = cache_hdr.join(":");
+    // instance[kind][cpu]: position, among the caches of that kind, of the first
+    // one holding the CPU; one pass over each cache's CPUs (not every cache for
+    // every CPU, which took about a second at 255 CPUs in the kernel under TCG).
+    let n = topo.nr_cpus();
+    let instance: Vec<Vec<Option<usize>>> = kinds
+        .iter()
+        .map(|&(l, k)| {
+            let mut of: Vec<Option<usize>> = alloc::vec![None; n];
+            for (p, x) in topo
+                .caches
+                .iter()
+                .filter(|x| x.level == l && x.kind == k)
+                .enumerate()
+            {
+                for cpu in x.cpus.iter() {
+                    if let Some(slot @ None) = of.get_mut(cpu) {
+                        *slot = Some(p);
+                    }
+                }
+            }
+            of
+        })
+        .collect();
     let rows: Vec<[String; 8]> = topo
         .cpus
         .iter()
         .map(|c| {
-            let ids: Vec<String> = kinds
+            let ids: Vec<String> = instance
                 .iter()
-                .map(|&(l, k)| {
-                    topo.caches
-                        .iter()
-                        .filter(|x| x.level == l && x.kind == k)
-                        .position(|x| x.cpus.contains(c.cpu))
+                .map(|of| {
+                    of.get(c.cpu)
+                        .copied()
+                        .flatten()
                         .map_or_else(|| String::from("-"), |p| format!("{p}"))
                 })
                 .collect();

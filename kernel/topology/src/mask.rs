@@ -6,32 +6,86 @@
 //! kernel. Binary operations between masks of different capacity work on the common
 //! prefix and return a mask with the capacity of `self`.
 
-use alloc::vec;
 use alloc::vec::Vec;
 use core::fmt;
+use core::hash::{Hash, Hasher};
 
 use crate::CpuId;
 
+/// Words stored inside the mask itself: masks of up to `64 * INLINE_WORDS` CPUs
+/// (1,024, the kernel's limit) never touch the heap, so cloning one (every
+/// scheduling group holds two) is a copy, not an allocation.
+const INLINE_WORDS: usize = 16;
+
+/// The bitset's storage: inline up to [`INLINE_WORDS`] words, else on the heap.
+/// Words beyond the mask's own word count are always zero.
+#[derive(Clone)]
+enum Bits {
+    Inline([u64; INLINE_WORDS]),
+    Heap(Vec<u64>),
+}
+
 /// A set of logical CPUs (`0..nr_cpus`), stored as a `u64` bitset.
-#[derive(Clone, PartialEq, Eq, Hash, Default)]
+#[derive(Clone)]
 pub struct CpuMask {
     nr_cpus: usize,
-    bits: Vec<u64>,
+    bits: Bits,
+}
+
+impl Default for CpuMask {
+    fn default() -> Self {
+        Self::new(0)
+    }
+}
+
+impl PartialEq for CpuMask {
+    fn eq(&self, o: &Self) -> bool {
+        self.nr_cpus == o.nr_cpus && self.words() == o.words()
+    }
+}
+
+impl Eq for CpuMask {}
+
+impl Hash for CpuMask {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        self.nr_cpus.hash(h);
+        self.words().hash(h);
+    }
 }
 
 impl CpuMask {
     /// Empty mask with room for `nr_cpus` CPUs (`cpumask_clear`).
     pub fn new(nr_cpus: usize) -> Self {
-        Self {
-            nr_cpus,
-            bits: vec![0; nr_cpus.div_ceil(64)],
+        let n = nr_cpus.div_ceil(64);
+        let bits = if n <= INLINE_WORDS {
+            Bits::Inline([0; INLINE_WORDS])
+        } else {
+            Bits::Heap(alloc::vec![0; n])
+        };
+        Self { nr_cpus, bits }
+    }
+
+    /// The mask's words (`nr_cpus.div_ceil(64)` of them).
+    fn words(&self) -> &[u64] {
+        let n = self.nr_cpus.div_ceil(64);
+        match &self.bits {
+            Bits::Inline(a) => &a[..n.min(INLINE_WORDS)],
+            Bits::Heap(v) => v,
+        }
+    }
+
+    fn words_mut(&mut self) -> &mut [u64] {
+        let n = self.nr_cpus.div_ceil(64);
+        match &mut self.bits {
+            Bits::Inline(a) => &mut a[..n.min(INLINE_WORDS)],
+            Bits::Heap(v) => v,
         }
     }
 
     /// Mask with every CPU `0..nr_cpus` set (`cpumask_setall`).
     pub fn full(nr_cpus: usize) -> Self {
         let mut m = Self::new(nr_cpus);
-        for (i, w) in m.bits.iter_mut().enumerate() {
+        for (i, w) in m.words_mut().iter_mut().enumerate() {
             let start = i * 64;
             let n = nr_cpus.saturating_sub(start).min(64);
             *w = if n == 64 { u64::MAX } else { (1u64 << n) - 1 };
@@ -56,7 +110,7 @@ impl CpuMask {
     /// Adds `cpu` (`cpumask_set_cpu`); ignored when out of range.
     pub fn set(&mut self, cpu: CpuId) {
         if cpu < self.nr_cpus
-            && let Some(w) = self.bits.get_mut(cpu / 64)
+            && let Some(w) = self.words_mut().get_mut(cpu / 64)
         {
             *w |= 1u64 << (cpu % 64);
         }
@@ -64,7 +118,7 @@ impl CpuMask {
 
     /// Removes `cpu` (`cpumask_clear_cpu`); ignored when out of range.
     pub fn clear(&mut self, cpu: CpuId) {
-        if let Some(w) = self.bits.get_mut(cpu / 64) {
+        if let Some(w) = self.words_mut().get_mut(cpu / 64) {
             *w &= !(1u64 << (cpu % 64));
         }
     }
@@ -73,19 +127,19 @@ impl CpuMask {
     pub fn contains(&self, cpu: CpuId) -> bool {
         cpu < self.nr_cpus
             && self
-                .bits
+                .words()
                 .get(cpu / 64)
                 .is_some_and(|w| w & (1u64 << (cpu % 64)) != 0)
     }
 
     /// Number of set CPUs (`cpumask_weight`).
     pub fn weight(&self) -> usize {
-        self.bits.iter().map(|w| w.count_ones() as usize).sum()
+        self.words().iter().map(|w| w.count_ones() as usize).sum()
     }
 
     /// `cpumask_empty`.
     pub fn is_empty(&self) -> bool {
-        self.bits.iter().all(|&w| w == 0)
+        self.words().iter().all(|&w| w == 0)
     }
 
     /// Lowest set CPU (`cpumask_first`), `None` when empty.
@@ -95,7 +149,7 @@ impl CpuMask {
 
     /// Set CPUs in increasing order (`for_each_cpu`).
     pub fn iter(&self) -> impl Iterator<Item = CpuId> + '_ {
-        self.bits.iter().enumerate().flat_map(|(i, &w)| BitIter {
+        self.words().iter().enumerate().flat_map(|(i, &w)| BitIter {
             word: w,
             base: i * 64,
         })
@@ -111,10 +165,15 @@ impl CpuMask {
 
     fn zip_with(&self, o: &Self, f: impl Fn(u64, u64) -> u64) -> Self {
         let mut r = self.clone();
-        for (i, w) in r.bits.iter_mut().enumerate() {
-            *w = f(*w, o.bits.get(i).copied().unwrap_or(0));
-        }
+        r.zip_assign(o, f);
         r
+    }
+
+    fn zip_assign(&mut self, o: &Self, f: impl Fn(u64, u64) -> u64) {
+        let ow = o.words();
+        for (i, w) in self.words_mut().iter_mut().enumerate() {
+            *w = f(*w, ow.get(i).copied().unwrap_or(0));
+        }
     }
 
     /// Intersection (`cpumask_and`).
@@ -124,9 +183,21 @@ impl CpuMask {
 
     /// Union (`cpumask_or`); CPUs of `o` beyond `self`'s capacity are dropped.
     pub fn or(&self, o: &Self) -> Self {
-        let mut r = self.zip_with(o, |a, b| a | b);
-        r.trim();
+        let mut r = self.clone();
+        r.or_assign(o);
         r
+    }
+
+    /// In-place intersection: `self = self & o` (no new mask).
+    pub fn and_assign(&mut self, o: &Self) {
+        self.zip_assign(o, |a, b| a & b);
+    }
+
+    /// In-place union: `self = self | o`; CPUs of `o` beyond `self`'s capacity
+    /// are dropped.
+    pub fn or_assign(&mut self, o: &Self) {
+        self.zip_assign(o, |a, b| a | b);
+        self.trim();
     }
 
     /// Difference `self \ o` (`cpumask_andnot`).
@@ -136,22 +207,26 @@ impl CpuMask {
 
     /// `cpumask_intersects`.
     pub fn intersects(&self, o: &Self) -> bool {
-        self.bits.iter().zip(o.bits.iter()).any(|(a, b)| a & b != 0)
+        self.words()
+            .iter()
+            .zip(o.words().iter())
+            .any(|(a, b)| a & b != 0)
     }
 
     /// `cpumask_subset`: every CPU of `self` is in `o`.
     pub fn is_subset(&self, o: &Self) -> bool {
-        self.bits
+        let ow = o.words();
+        self.words()
             .iter()
             .enumerate()
-            .all(|(i, &a)| a & !o.bits.get(i).copied().unwrap_or(0) == 0)
+            .all(|(i, &a)| a & !ow.get(i).copied().unwrap_or(0) == 0)
     }
 
     /// Clears bits at or above `nr_cpus` in the last word.
     fn trim(&mut self) {
         let rem = self.nr_cpus % 64;
         if rem != 0
-            && let Some(last) = self.bits.last_mut()
+            && let Some(last) = self.words_mut().last_mut()
         {
             *last &= (1u64 << rem) - 1;
         }
@@ -246,6 +321,47 @@ mod tests {
         assert_eq!(m.first(), None);
         m.set(9);
         assert_eq!(m.first(), Some(9));
+    }
+
+    #[test]
+    fn inline_and_heap_masks_behave_alike() {
+        // 1,024 CPUs fit inline; 1,025 go to the heap. Same answers either way.
+        for n in [1024usize, 1025, 4096] {
+            let mut a = CpuMask::from_cpus(n, [0, 63, 64, n - 1]);
+            let b = CpuMask::from_cpus(n, [63, n - 1]);
+            assert_eq!(a.weight(), 4);
+            assert_eq!(a.and(&b), b);
+            assert!(b.is_subset(&a) && !a.is_subset(&b));
+            a.and_assign(&b);
+            assert_eq!(a, b);
+            a.or_assign(&CpuMask::full(n));
+            assert_eq!(a, CpuMask::full(n));
+            assert_eq!(format!("{}", b), format!("63,{}", n - 1));
+        }
+        // Equality and hashing see the CPUs and the capacity, not the storage.
+        use core::hash::{Hash, Hasher};
+        struct H(u64);
+        impl Hasher for H {
+            fn finish(&self) -> u64 {
+                self.0
+            }
+            fn write(&mut self, b: &[u8]) {
+                for &x in b {
+                    self.0 = self.0.wrapping_mul(31).wrapping_add(u64::from(x));
+                }
+            }
+        }
+        let h = |m: &CpuMask| {
+            let mut s = H(0);
+            m.hash(&mut s);
+            s.finish()
+        };
+        let mut x = CpuMask::from_cpus(70, [1, 69]);
+        x.clear(69);
+        assert_eq!(x, CpuMask::from_cpus(70, [1]));
+        assert_eq!(h(&x), h(&CpuMask::from_cpus(70, [1])));
+        assert_ne!(CpuMask::new(70), CpuMask::new(71));
+        assert_eq!(CpuMask::default(), CpuMask::new(0));
     }
 
     #[test]

@@ -197,7 +197,7 @@ fn check(t: &Topology, sd: &SchedDomains) -> Result<(), TestCaseError> {
                     covered = covered.or(&c);
                     want.push(c);
                 }
-                let got: Vec<CpuMask> = d.groups.iter().map(|g| g.span.clone()).collect();
+                let got: Vec<CpuMask> = d.groups.iter().map(|g| (*g.span).clone()).collect();
                 prop_assert_eq!(got, want);
             }
             // Parameters as sd_init sets them.

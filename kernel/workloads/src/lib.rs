@@ -27,6 +27,7 @@ pub mod noise;
 pub mod schbench;
 pub mod tbench;
 pub mod timed;
+pub mod topology_record;
 
 use alloc::boxed::Box;
 use alloc::string::String;

@@ -1,6 +1,7 @@
 //! The construction passes of [`build_sched_domains_with`]; each names the Linux
 //! function of `kernel/sched/topology.c` it mirrors.
 
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 use super::flags::*;
@@ -12,7 +13,8 @@ use crate::topo::Topology;
 
 /// A domain before attachment: one per (cpu, level) reached by the cpu's walk.
 struct Proto {
-    span: CpuMask,
+    /// Shared with the groups of the parent levels that this span becomes.
+    span: Arc<CpuMask>,
     init: SdInit,
     groups: Vec<SchedGroup>,
     imb_numa_nr: u32,
@@ -21,7 +23,7 @@ struct Proto {
 /// `tree[cpu][level]`: `None` above the level at which the cpu's walk stopped.
 type Tree = Vec<Vec<Option<Proto>>>;
 
-fn span_at(tree: &Tree, cpu: CpuId, level: usize) -> Option<&CpuMask> {
+fn span_at(tree: &Tree, cpu: CpuId, level: usize) -> Option<&Arc<CpuMask>> {
     tree.get(cpu)?.get(level)?.as_ref().map(|p| &p.span)
 }
 
@@ -30,7 +32,7 @@ fn span_at(tree: &Tree, cpu: CpuId, level: usize) -> Option<&CpuMask> {
 pub fn build_sched_domains_with(topo: &Topology, cfg: &DomainConfig) -> SchedDomains {
     let levels = topology_levels(topo);
     let (mut tree, fixups) = build_spans(topo, &levels, cfg);
-    build_groups(&mut tree, &levels);
+    build_groups(&mut tree, &levels, topo.nr_cpus());
     set_imb_numa_nr(&mut tree);
     let cpus = tree
         .into_iter()
@@ -51,9 +53,10 @@ fn build_spans(topo: &Topology, levels: &[Level], cfg: &DomainConfig) -> (Tree, 
     let mut tree: Tree = Vec::with_capacity(n);
     for cpu in 0..n {
         let mut chain: Vec<Option<Proto>> = (0..levels.len()).map(|_| None).collect();
-        let mut child: Option<(CpuMask, &'static str)> = None;
+        let mut child: Option<(Arc<CpuMask>, &'static str)> = None;
         for (li, level) in levels.iter().enumerate() {
-            let mut span = masks.mask(topo, li, level, cpu).and(&map);
+            let mut span = masks.mask(li, level, cpu);
+            span.and_assign(&map);
             span.set(cpu);
             if let Some((c, cname)) = &child
                 && !c.is_subset(&span)
@@ -63,11 +66,12 @@ fn build_spans(topo: &Topology, levels: &[Level], cfg: &DomainConfig) -> (Tree, 
                     child: cname,
                     parent: level.name,
                 });
-                span = span.or(c);
+                span.or_assign(c);
             }
             let init = sd_init(level, span.weight(), cfg);
             let full = span == map;
-            child = Some((span.clone(), level.name));
+            let span = Arc::new(span);
+            child = Some((Arc::clone(&span), level.name));
             if let Some(slot) = chain.get_mut(li) {
                 *slot = Some(Proto {
                     span,
@@ -87,20 +91,34 @@ fn build_spans(topo: &Topology, levels: &[Level], cfg: &DomainConfig) -> (Tree, 
 
 /// Builds the groups of every domain: `build_sched_groups` for ordinary levels and
 /// `build_overlap_sched_groups` for `SD_OVERLAP` (NUMA) levels.
-fn build_groups(tree: &mut Tree, levels: &[Level]) {
+///
+/// The groups are collected in one scratch list and moved out at their exact
+/// size: one allocation per domain, none freed (a first-fit heap, like the
+/// kernel's, then never fragments while hundreds of CPUs' domains are built).
+fn build_groups(tree: &mut Tree, levels: &[Level], nr_cpus: usize) {
     let n = tree.len();
+    // The single-CPU groups of the bottom level, one shared mask per CPU.
+    let singles: Vec<Arc<CpuMask>> = (0..nr_cpus)
+        .map(|i| Arc::new(CpuMask::from_cpus(nr_cpus, [i])))
+        .collect();
+    let mut scratch: Vec<SchedGroup> = Vec::new();
     for cpu in 0..n {
         for li in 0..levels.len() {
             let Some(span) = span_at(tree, cpu, li) else {
                 break;
             };
+            scratch.clear();
             let overlap = levels.get(li).is_some_and(|l| l.overlap);
-            let groups = if overlap {
-                overlap_groups(tree, cpu, li, span)
+            if overlap {
+                overlap_groups(tree, cpu, li, span, &mut scratch);
             } else {
-                plain_groups(tree, li, span, cpu)
-            };
+                plain_groups(tree, li, span, cpu, &singles, &mut scratch);
+            }
             if let Some(Some(p)) = tree.get_mut(cpu).and_then(|c| c.get_mut(li)) {
+                // Moved out (no reference-count traffic), allocated at its exact size;
+                // the scratch list keeps its capacity for the next domain.
+                let mut groups = Vec::with_capacity(scratch.len());
+                groups.append(&mut scratch);
                 p.groups = groups;
             }
         }
@@ -110,25 +128,33 @@ fn build_groups(tree: &mut Tree, levels: &[Level]) {
 /// Mirrors `build_sched_groups` + `get_group`: walking the span from `cpu` with wrap,
 /// each not-yet-covered CPU `i` contributes the span of its child domain at this level
 /// (or `{i}` at the bottom level).
-fn plain_groups(tree: &Tree, li: usize, span: &CpuMask, cpu: CpuId) -> Vec<SchedGroup> {
+fn plain_groups(
+    tree: &Tree,
+    li: usize,
+    span: &CpuMask,
+    cpu: CpuId,
+    singles: &[Arc<CpuMask>],
+    groups: &mut Vec<SchedGroup>,
+) {
     let mut covered = CpuMask::new(span.nr_cpus());
-    let mut groups = Vec::new();
     for i in span.iter_wrap(cpu) {
         if covered.contains(i) {
             continue;
         }
         let has_level = span_at(tree, i, li).is_some();
         let g = match li.checked_sub(1).and_then(|c| span_at(tree, i, c)) {
-            Some(child) if has_level => child.clone(),
-            _ => CpuMask::from_cpus(span.nr_cpus(), [i]),
+            Some(child) if has_level => Arc::clone(child),
+            _ => match singles.get(i) {
+                Some(s) => Arc::clone(s),
+                None => Arc::new(CpuMask::from_cpus(span.nr_cpus(), [i])),
+            },
         };
-        covered = covered.or(&g);
+        covered.or_assign(&g);
         groups.push(SchedGroup {
-            balance_mask: g.clone(),
+            balance_mask: Arc::clone(&g),
             span: g,
         });
     }
-    groups
 }
 
 /// Mirrors `find_descended_sibling`: from sibling level `lvl` of CPU `i`, descend while
@@ -155,9 +181,14 @@ fn descended_sibling(tree: &Tree, i: CpuId, mut lvl: usize, sd_span: &CpuMask) -
 
 /// Mirrors `build_overlap_sched_groups` + `build_group_from_child_sched_domain` +
 /// `build_balance_mask`.
-fn overlap_groups(tree: &Tree, cpu: CpuId, li: usize, span: &CpuMask) -> Vec<SchedGroup> {
+fn overlap_groups(
+    tree: &Tree,
+    cpu: CpuId,
+    li: usize,
+    span: &CpuMask,
+    groups: &mut Vec<SchedGroup>,
+) {
     let mut covered = CpuMask::new(span.nr_cpus());
-    let mut groups = Vec::new();
     for i in span.iter_wrap(cpu) {
         if covered.contains(i) {
             continue;
@@ -172,7 +203,7 @@ fn overlap_groups(tree: &Tree, cpu: CpuId, li: usize, span: &CpuMask) -> Vec<Sch
             .and_then(|c| span_at(tree, i, c))
             .or_else(|| span_at(tree, i, lvl))
         {
-            Some(g) => g.clone(),
+            Some(g) => Arc::clone(g),
             None => continue,
         };
         // build_balance_mask: CPUs of the group whose own child at this level spans
@@ -180,21 +211,25 @@ fn overlap_groups(tree: &Tree, cpu: CpuId, li: usize, span: &CpuMask) -> Vec<Sch
         let mut bal = CpuMask::new(span.nr_cpus());
         for j in g.iter() {
             if span_at(tree, j, li).is_some()
-                && li.checked_sub(1).and_then(|c| span_at(tree, j, c)) == Some(&g)
+                && li
+                    .checked_sub(1)
+                    .and_then(|c| span_at(tree, j, c))
+                    .is_some_and(|c| Arc::ptr_eq(c, &g) || **c == *g)
             {
                 bal.set(j);
             }
         }
-        if bal.is_empty() {
-            bal = g.clone();
-        }
-        covered = covered.or(&g);
+        let bal = if bal.is_empty() || bal == *g {
+            Arc::clone(&g)
+        } else {
+            Arc::new(bal)
+        };
+        covered.or_assign(&g);
         groups.push(SchedGroup {
             span: g,
             balance_mask: bal,
         });
     }
-    groups
 }
 
 /// Mirrors the `imb_numa_nr` loop at the end of `build_sched_domains` (5.18+): the
@@ -275,7 +310,7 @@ fn attach(cpu: CpuId, protos: Vec<Option<Proto>>, levels: &[Level]) -> CpuDomain
         ds.push(SchedDomain {
             name: level.name,
             level: li,
-            span: p.span,
+            span: Arc::unwrap_or_clone(p.span),
             flags: p.init.flags,
             imbalance_pct: p.init.imbalance_pct,
             min_interval_ms: p.init.min_interval_ms,

@@ -104,10 +104,46 @@ pub(crate) fn topology_levels(topo: &Topology) -> Vec<Level> {
 }
 
 /// Per-level masks, computed once: node-based levels (PKG/NODE/NUMA) per node,
-/// SMT/LLC per CPU on demand.
+/// SMT and LLC per CPU (each CPU's entry a copy of its core's / LLC's mask).
 pub(crate) struct LevelMasks {
     /// `per_node[level][node]`, empty for CPU-based levels.
     per_node: Vec<Vec<CpuMask>>,
+    /// `cpu_smt_mask` of each CPU, as [`Topology::smt_mask`].
+    smt: Vec<CpuMask>,
+    /// `cpu_coregroup_mask` of each CPU, as [`Topology::llc_mask`].
+    llc: Vec<CpuMask>,
+    /// Capacity of the masks (for an unknown CPU's empty mask).
+    nr_cpus: usize,
+    /// `cpu_to_node` of each CPU index.
+    node_of: Vec<u32>,
+}
+
+/// For every CPU index `0..nr_cpus`, the mask of the CPUs (by their `cpu` field) whose
+/// `key` equals that of `cpus[index]`, as `Topology::mask_where` gives it, in
+/// O(n log n) instead of a scan of every CPU for every CPU.
+fn masks_by_key(topo: &Topology, key: impl Fn(&crate::topo::CpuTopo) -> u32) -> Vec<CpuMask> {
+    let n = topo.nr_cpus();
+    let mut keys: Vec<(u32, CpuId)> = topo.cpus.iter().map(|c| (key(c), c.cpu)).collect();
+    keys.sort_unstable();
+    // One mask per distinct key, in key order.
+    let mut distinct: Vec<(u32, CpuMask)> = Vec::new();
+    for (k, cpu) in keys {
+        match distinct.last_mut() {
+            Some((lk, m)) if *lk == k => m.set(cpu),
+            _ => distinct.push((k, CpuMask::from_cpus(n, [cpu]))),
+        }
+    }
+    topo.cpus
+        .iter()
+        .map(|c| {
+            let k = key(c);
+            distinct
+                .binary_search_by_key(&k, |(dk, _)| *dk)
+                .ok()
+                .and_then(|i| distinct.get(i))
+                .map_or_else(|| CpuMask::new(n), |(_, m)| m.clone())
+        })
+        .collect()
 }
 
 impl LevelMasks {
@@ -136,19 +172,26 @@ impl LevelMasks {
                     .collect(),
             })
             .collect();
-        LevelMasks { per_node }
+        LevelMasks {
+            per_node,
+            smt: masks_by_key(topo, |c| c.core),
+            llc: masks_by_key(topo, |c| c.llc),
+            nr_cpus: topo.nr_cpus(),
+            node_of: topo.cpus.iter().map(|c| c.node).collect(),
+        }
     }
 
     /// The level's mask for `cpu` (`tl->mask(cpu)`), before intersecting with the map.
-    pub(crate) fn mask(&self, topo: &Topology, li: usize, level: &Level, cpu: CpuId) -> CpuMask {
-        match level.mask {
-            LevelMask::Smt => topo.smt_mask(cpu),
-            LevelMask::Llc => topo.llc_mask(cpu),
-            LevelMask::Node | LevelMask::NumaWithin(_) => topo
-                .node_of(cpu)
-                .and_then(|n| self.per_node.get(li)?.get(n as usize).cloned())
-                .unwrap_or_else(|| CpuMask::new(topo.nr_cpus())),
-        }
+    pub(crate) fn mask(&self, li: usize, level: &Level, cpu: CpuId) -> CpuMask {
+        let found = match level.mask {
+            LevelMask::Smt => self.smt.get(cpu),
+            LevelMask::Llc => self.llc.get(cpu),
+            LevelMask::Node | LevelMask::NumaWithin(_) => self
+                .node_of
+                .get(cpu)
+                .and_then(|&n| self.per_node.get(li)?.get(n as usize)),
+        };
+        found.cloned().unwrap_or_else(|| CpuMask::new(self.nr_cpus))
     }
 }
 

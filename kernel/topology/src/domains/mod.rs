@@ -14,6 +14,7 @@ mod debug;
 pub mod flags;
 mod levels;
 
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 pub use build::build_sched_domains_with;
@@ -65,13 +66,18 @@ impl Default for DomainConfig {
 }
 
 /// A scheduling group (`struct sched_group`).
+///
+/// Its masks are shared, as Linux shares one `sched_group` among the CPUs whose
+/// domains list it: every CPU's group list holds references to the same child-domain
+/// spans, so building and storing `n` CPUs' lists costs `n` references per level, not
+/// `n` masks (the masks themselves are read through `Deref`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SchedGroup {
     /// CPUs of the group (`sched_group_span`).
-    pub span: CpuMask,
+    pub span: Arc<CpuMask>,
     /// CPUs allowed to balance on behalf of the group (`group_balance_mask`): the span
     /// for non-overlapping groups, `build_balance_mask` for NUMA overlap groups.
-    pub balance_mask: CpuMask,
+    pub balance_mask: Arc<CpuMask>,
 }
 
 impl SchedGroup {
