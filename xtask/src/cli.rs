@@ -74,7 +74,14 @@ pub enum Cmd {
     /// Host benchmarks of the scheduler core (enqueue/pick/dequeue vs a naive
     /// baseline, select_task_rq on the 160-CPU topology), side by side, of the
     /// simulator, and of topology and domain building up to 1,024 CPUs.
-    Bench,
+    Bench {
+        /// Instead: the kernel's wakeup path under QEMU `--icount 0` on the
+        /// default preset (latency round trips and hackbench g4 l500 under
+        /// CFS and EEVDF: instructions, switches, migrations), next to Linux
+        /// 6.12 on the same VM. Boots QEMU three times; several minutes.
+        #[arg(long)]
+        kernel: bool,
+    },
     /// One run of a sweep directory (what a Slurm array task executes).
     #[command(hide = true)]
     SweepTask {

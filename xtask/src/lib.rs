@@ -32,6 +32,7 @@ pub mod cleanup;
 pub mod cli;
 pub mod compare;
 pub mod image;
+pub mod kernel_bench;
 pub mod launch;
 pub mod machine;
 pub mod outcome;

@@ -51,7 +51,8 @@ fn main() -> ExitCode {
             Ok(if status.success() { 0 } else { 1 })
         }),
         Cmd::Profile { from, out } => xtask::calibration::run(&from, out.as_deref()),
-        Cmd::Bench => [
+        Cmd::Bench { kernel: true } => xtask::kernel_bench::run(),
+        Cmd::Bench { kernel: false } => [
             ("sched", "core"),
             ("schedsim", "sim"),
             ("topology", "build"),

@@ -1,0 +1,153 @@
+//! `cargo xtask bench --kernel`: what the kernel's own wakeup path costs, in
+//! instructions, and what it decides, next to Linux 6.12 on the same virtual
+//! machine (issue 12).
+//!
+//! Boots the release kernel under `--icount 0` (1 ns of QEMU's virtual clock
+//! = 1 instruction, all vCPUs summed) on the default preset and runs the
+//! `latency` experiment (pipe round trips, same CPU and across CPUs) and
+//! `hackbench` threads/pipes g4 l500 under CFS and EEVDF, then prints one
+//! table. Each run is this crate's own `run` command in a child process, so
+//! the records are exactly what a user's run produces. The Linux column is
+//! the reference measured with `../shared/linux-rig` (docs/benchmarks.md); it
+//! is printed from that doc's numbers, not measured here.
+
+use anyhow::{Context, Result, bail};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Linux 6.12 on the same VM (`linux-rig`, icount 0): same-CPU
+/// `perf bench sched pipe` round trip, hackbench time, switches, migrations.
+const LINUX_PIPE_SAME_NS: f64 = 11_560.0;
+const LINUX_PIPE_CROSS_NS: f64 = 17_590.0;
+const LINUX_HB: [(&str, f64, f64, f64); 1] = [("6.12 (EEVDF)", 2.414, 81_200.0, 2_508.0)];
+
+/// One child `run` with `--results`; returns its records.
+fn run_records(dir: &Path, tag: &str, args: &[&str]) -> Result<Vec<Value>> {
+    let out = dir.join(format!("{tag}.jsonl"));
+    let exe = std::env::current_exe().context("xtask's own path")?;
+    eprintln!("xtask bench --kernel: {tag}: xtask run {}", args.join(" "));
+    let status = Command::new(exe)
+        .arg("run")
+        .args(["--release", "--icount", "0", "--timeout", "1800"])
+        .args(args)
+        .arg("--results")
+        .arg(&out)
+        .status()
+        .with_context(|| format!("running {tag}"))?;
+    if !status.success() {
+        bail!("{tag}: the run failed ({status}); its report is above");
+    }
+    let text =
+        std::fs::read_to_string(&out).with_context(|| format!("reading {}", out.display()))?;
+    text.lines()
+        .map(|l| serde_json::from_str(l).with_context(|| format!("{}: a record", out.display())))
+        .collect()
+}
+
+fn record<'a>(recs: &'a [Value], kind: &str) -> Result<&'a Value> {
+    recs.iter()
+        .find(|r| r["type"] == kind)
+        .with_context(|| format!("no '{kind}' record"))
+}
+
+fn num(v: &Value, path: &[&str]) -> Result<f64> {
+    let mut x = v;
+    for p in path {
+        x = &x[*p];
+    }
+    x.as_f64()
+        .with_context(|| format!("record field {} is not a number", path.join(".")))
+}
+
+/// The benchmark: runs, then the table.
+pub fn run() -> Result<i32> {
+    let dir: PathBuf = crate::project_root().join("target/bench-kernel");
+    std::fs::create_dir_all(&dir)?;
+    let lat = run_records(&dir, "latency", &["--experiment", "latency"])?;
+    let mut hb = Vec::new();
+    for pick in ["cfs", "eevdf"] {
+        let recs = run_records(
+            &dir,
+            &format!("hackbench-{pick}"),
+            &[
+                "--experiment",
+                "hackbench",
+                "--pick",
+                pick,
+                "--arg",
+                "groups=4",
+                "--arg",
+                "loops=500",
+                "--arg",
+                "transport=pipe",
+            ],
+        )?;
+        hb.push((pick, recs));
+    }
+    println!();
+    println!("kernel wakeup path under QEMU --icount 0 (1 ns = 1 instruction, all vCPUs summed),");
+    println!("default preset (8 vCPUs: 2 sockets x 2 cores x 2 threads, 2 nodes), release kernel");
+    println!();
+    println!(
+        "pipe round trip     {:>12} {:>8} {:>9} {:>14}",
+        "instructions", "sw/rt", "preempt", "Linux 6.12"
+    );
+    let l = record(&lat, "latency")?;
+    for p in l["placements"].as_array().context("latency placements")? {
+        let name = p["placement"].as_str().unwrap_or("?");
+        let rounds = num(l, &["rounds"])?.max(1.0);
+        let linux = if name == "same_cpu" {
+            LINUX_PIPE_SAME_NS
+        } else {
+            LINUX_PIPE_CROSS_NS
+        };
+        println!(
+            "  {:<18}{:>12.0} {:>8.2} {:>9.2} {:>14.0}",
+            name,
+            num(p, &["p50_ns"])?,
+            num(p, &["switches"])? / rounds,
+            num(p, &["wakeup_preempts"])? / rounds,
+            linux
+        );
+    }
+    println!("  (p50 of the round trips; sw/rt and preempt: context switches and wakeup");
+    println!("   preemptions per round trip; Linux: perf bench sched pipe, same CPU pinned");
+    println!("   and unpinned, docs/benchmarks.md)");
+    println!();
+    println!(
+        "hackbench threads pipes g4 l500  {:>8} {:>12} {:>11} {:>11} {:>10}",
+        "time (s)", "switches", "migrations", "sw/msg", "migr/msg"
+    );
+    for (pick, recs) in &hb {
+        let h = record(recs, "hackbench")?;
+        let msgs = num(h, &["messages"])?.max(1.0);
+        let sw = num(h, &["sched", "rq", "nr_switches"])?;
+        let mg = num(h, &["sched", "migrations", "total"])?;
+        let secs = num(h, &["time_ns"])? / 1e9;
+        println!(
+            "  schedlab {:<23}{:>8.3} {:>12.0} {:>11.0} {:>11.3} {:>10.4}",
+            pick,
+            secs,
+            sw,
+            mg,
+            sw / msgs,
+            mg / msgs
+        );
+    }
+    for (name, secs, sw, mg) in LINUX_HB {
+        println!(
+            "  Linux {:<26}{:>8.3} {:>12.0} {:>11.0} {:>11.3} {:>10.4}",
+            name,
+            secs,
+            sw,
+            mg,
+            sw / 800_000.0,
+            mg / 800_000.0
+        );
+    }
+    println!("  (Linux: linux-rig on the same VM, mean of 5 seeds; its runs spread");
+    println!("   3,400-10,600 migrations at one seed, docs/benchmarks.md)");
+    println!("records: {}", dir.display());
+    Ok(0)
+}
