@@ -176,3 +176,129 @@ impl SchedPolicy for DynPolicy {
         (**self).idle_exit(core, cpu, now)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! `DynPolicy` forwards every hook by hand; a hook it forgot would fall
+    //! back to the trait's default (the fair policy) and silently ignore the
+    //! boxed policy's override. A probe that answers every hook with a value
+    //! the defaults never give, called through the box, catches that.
+    use super::*;
+    use crate::testutil;
+    use core::sync::atomic::{AtomicU32, Ordering::Relaxed};
+
+    /// Number of hooks in [`SchedPolicy`]; every one is called below.
+    const HOOKS: u32 = 11;
+
+    /// Hooks of [`Probe`] reached (only this test boxes a probe).
+    static CALLS: AtomicU32 = AtomicU32::new(0);
+
+    const SENTINEL_CPU: CpuId = 5;
+
+    fn sentinel_migration() -> Migration {
+        Migration {
+            task: TaskId(4242),
+            from: 1,
+            to: 2,
+            reason: crate::stats::MigrationReason::Active,
+        }
+    }
+
+    /// Answers every hook with a sentinel and counts the calls.
+    struct Probe;
+
+    fn hit() {
+        CALLS.fetch_add(1, Relaxed);
+    }
+
+    impl SchedPolicy for Probe {
+        fn name(&self) -> &'static str {
+            hit();
+            "probe"
+        }
+        fn select_cpu(
+            &self,
+            _: &mut SchedCore,
+            _: TaskId,
+            _: CpuId,
+            _: CpuId,
+            _: WakeFlags,
+            _: u64,
+        ) -> CpuId {
+            hit();
+            SENTINEL_CPU
+        }
+        fn enqueue(&self, _: &mut SchedCore, _: CpuId, _: TaskId, _: EnqueueFlags, _: u64) {
+            hit();
+        }
+        fn dequeue(&self, _: &mut SchedCore, _: CpuId, _: TaskId, _: DequeueFlags, _: u64) {
+            hit();
+        }
+        fn pick_next(&self, _: &mut SchedCore, _: CpuId, _: u64) -> Option<TaskId> {
+            hit();
+            Some(TaskId(4242))
+        }
+        fn tick(&self, _: &mut SchedCore, _: CpuId, _: u64) -> bool {
+            hit();
+            true
+        }
+        fn balance(&self, _: &mut SchedCore, _: CpuId, _: u64) -> Migrations {
+            hit();
+            core::iter::once(sentinel_migration()).collect()
+        }
+        fn newidle_balance(&self, _: &mut SchedCore, _: CpuId, _: u64) -> Migrations {
+            hit();
+            core::iter::repeat_n(sentinel_migration(), 2).collect()
+        }
+        fn active_balance(
+            &self,
+            _: &mut SchedCore,
+            _: CpuId,
+            _: CpuId,
+            _: u64,
+        ) -> Option<Migration> {
+            hit();
+            Some(sentinel_migration())
+        }
+        fn idle_enter(&self, _: &mut SchedCore, _: CpuId, _: u64) {
+            hit();
+        }
+        fn idle_exit(&self, _: &mut SchedCore, _: CpuId, _: u64) {
+            hit();
+        }
+    }
+
+    #[test]
+    fn dyn_policy_forwards_every_hook_to_the_boxed_policy() {
+        let s = testutil::up(crate::config::PickPolicy::Eevdf);
+        let d: DynPolicy = alloc::boxed::Box::new(Probe);
+        let mut core = s.shared.lock(0);
+        let p = TaskId(0);
+        let (ef, df) = (EnqueueFlags::default(), DequeueFlags::default());
+        assert_eq!(d.name(), "probe");
+        assert_eq!(
+            d.select_cpu(&mut core, p, 0, 0, WakeFlags::TTWU, 1),
+            SENTINEL_CPU
+        );
+        d.enqueue(&mut core, 0, p, ef, 1);
+        d.dequeue(&mut core, 0, p, df, 1);
+        assert_eq!(d.pick_next(&mut core, 0, 1), Some(TaskId(4242)));
+        assert!(d.tick(&mut core, 0, 1));
+        assert_eq!(&*d.balance(&mut core, 0, 1), &[sentinel_migration()]);
+        assert_eq!(
+            &*d.newidle_balance(&mut core, 0, 1),
+            &[sentinel_migration(); 2]
+        );
+        assert_eq!(
+            d.active_balance(&mut core, 0, 0, 1),
+            Some(sentinel_migration())
+        );
+        d.idle_enter(&mut core, 0, 1);
+        d.idle_exit(&mut core, 0, 1);
+        assert_eq!(
+            CALLS.load(Relaxed),
+            HOOKS,
+            "a hook of DynPolicy did not reach the boxed policy"
+        );
+    }
+}
