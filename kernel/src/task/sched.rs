@@ -3,7 +3,7 @@
 //! keeps the thread table, the per-CPU sleeper timers and per-CPU state.
 //!
 //! Locking: the core takes per-runqueue locks itself (a CPU's own, plus a
-//! second one in CPU order to move a task; see `kernel/sched/src/core.rs`);
+//! second one in CPU order to move a task; see `kernel/sched/src/core/`);
 //! the kernel only keeps interrupts off for the duration of every core call
 //! and reads the CPU number after disabling them. Around the core:
 //! - a thread's wakeup state (`Thread::wake`, Linux's `p->pi_lock`) is taken

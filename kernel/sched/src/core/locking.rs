@@ -1,0 +1,97 @@
+//! Taking and releasing runqueue locks inside an operation, in ascending
+//! CPU order (`double_lock_balance()`), applying deferred blocked-load
+//! removals on the way in and publishing snapshots on the way out.
+
+use super::{Guard, SchedCore, lock_or_report};
+use crate::CpuId;
+use crate::pelt::Removed;
+use crate::rq::Rq;
+use crate::small::Small;
+use crate::task::TaskArena;
+use core::sync::atomic::Ordering::{Acquire, Relaxed};
+
+impl<'a> SchedCore<'a> {
+    /// Number of CPUs.
+    pub fn nr_cpus(&self) -> usize {
+        self.topo.nr_cpus
+    }
+
+    /// Take `cpu`'s runqueue lock too. Locks are taken in ascending CPU
+    /// order: if `cpu` is below a held one and not free right away, every
+    /// held lock is released and all are re-taken in order
+    /// (`double_lock_balance()`); returns true if that happened, so the
+    /// caller knows the held runqueues may have changed meanwhile.
+    pub fn lock_also(&mut self, cpu: CpuId) -> bool {
+        let Err(at) = self.rqs.pos(cpu) else {
+            return false;
+        };
+        let sh = self.shared;
+        if at == self.rqs.held.len() {
+            let rq = lock_or_report(&sh.rqs[cpu], "runqueue");
+            let arena = lock_or_report(&sh.arenas[cpu], "task arena");
+            self.take_locks(cpu, rq, arena, at);
+            return false;
+        }
+        if let Some(rq) = sh.rqs[cpu].try_lock()
+            && let Some(ar) = sh.arenas[cpu].try_lock()
+        {
+            self.take_locks(cpu, rq, ar, at);
+            return false;
+        }
+        let mut cpus: Small<CpuId> = Small::default();
+        for (c, _) in self.rqs.held.iter() {
+            cpus.insert(cpus.len(), *c);
+        }
+        cpus.insert(at, cpu);
+        self.unlock_all();
+        for &c in cpus.iter() {
+            let n = self.rqs.held.len();
+            let rq = lock_or_report(&sh.rqs[c], "runqueue");
+            self.take_locks(c, rq, lock_or_report(&sh.arenas[c], "task arena"), n);
+        }
+        true
+    }
+
+    pub(super) fn take_locks(
+        &mut self,
+        cpu: CpuId,
+        mut rq: Guard<'a, Rq>,
+        arena: Guard<'a, TaskArena>,
+        at: usize,
+    ) {
+        // Apply removals queued while this runqueue was not held.
+        let sh = self.shared;
+        let pending =
+            sh.removed_pending[cpu].load(Relaxed) && sh.removed_pending[cpu].swap(false, Acquire);
+        let r = if pending {
+            core::mem::take(&mut *lock_or_report(&sh.removed[cpu], "removed"))
+        } else {
+            Removed::default()
+        };
+        if r.nr != 0 {
+            let m = &mut rq.cfs.removed;
+            m.load_avg += r.load_avg;
+            m.util_avg += r.util_avg;
+            m.runnable_avg += r.runnable_avg;
+            m.nr += r.nr;
+        }
+        self.rqs.held.insert(at, (cpu, rq));
+        self.tasks.held.insert(at, (cpu, arena));
+    }
+
+    /// Release `cpu`'s runqueue, publishing its snapshot.
+    pub fn unlock(&mut self, cpu: CpuId) {
+        if let Ok(i) = self.rqs.pos(cpu) {
+            let (_, rq) = self.rqs.held.remove(i);
+            self.shared.snap[cpu].publish(&rq);
+            self.tasks.held.remove(i);
+        }
+    }
+
+    pub(super) fn unlock_all(&mut self) {
+        while let Some((cpu, rq)) = self.rqs.held.pop() {
+            self.shared.snap[cpu].publish(&rq);
+            self.tasks.held.pop();
+        }
+    }
+}

@@ -1,0 +1,371 @@
+//! The scheduler's shared state ([`Shared`]: per-CPU runqueues behind their
+//! own locks, lock-free per-CPU snapshots, per-LLC atomics) and the
+//! operation context [`SchedCore`] every policy hook receives: the runqueues
+//! the operation holds locked, the tasks homed on them, and the acting CPU's
+//! statistics.
+//!
+//! Locking (Linux's `rq->lock` discipline): each CPU's runqueue and the
+//! tasks homed on it are protected by that CPU's lock; an operation locks its
+//! own CPU and, to move a task, a second runqueue. Locks are always acquired
+//! in ascending CPU order ([`SchedCore::lock_also`] drops and re-takes locks
+//! when it must, like `double_lock_balance()`), so two CPUs never deadlock.
+//! Other CPUs are read without their lock through the snapshot each lock
+//! holder publishes when it unlocks ([`crate::rq::RqSnap`]) — the same racy
+//! reads Linux's placement and balancing do. Blocked-load removals for an
+//! unlocked runqueue go to its `removed` box (Linux's `cfs_rq->removed`
+//! with its own lock) and are applied when that runqueue is next locked.
+//! The caller must keep interrupts off while an operation runs.
+//!
+//! Mirrors `enqueue_task_fair`/`dequeue_task_fair` (no group scheduling),
+//! `set_task_cpu` + `migrate_task_rq_fair`, `wakeup_preempt`/`resched_curr`,
+//! `detach_task`/`attach_task`, and the load/util/runnable accessors used by
+//! placement and balancing (`cpu_load`, `cpu_load_without`, `cpu_util`, ...).
+//!
+//! Split by job: this file holds [`Shared`] and the context types; `sets.rs`
+//! the held runqueues and reachable tasks ([`RqSet`], [`TaskSet`]);
+//! `locking.rs` taking and releasing locks inside an operation; `read.rs`
+//! reads of any CPU (live or snapshot); `ops.rs` what an operation changes
+//! (enqueue/dequeue, migration, preemption).
+
+use crate::CpuId;
+use crate::config::SchedConfig;
+use crate::inline_vec::InlineVec;
+use crate::padded::Padded;
+use crate::pelt::Removed;
+use crate::rq::{LlcShared, Rq, RqSnap};
+use crate::small::Small;
+use crate::stats::{MigrationReason, SchedStats};
+use crate::task::{Task, TaskArena, TaskId};
+use crate::topo::SchedTopo;
+use alloc::vec::Vec;
+use core::sync::atomic::Ordering::Relaxed;
+use core::sync::atomic::{AtomicBool, AtomicU64};
+use spin::mutex::{SpinMutex, SpinMutexGuard};
+
+mod locking;
+mod ops;
+mod read;
+mod sets;
+
+pub use sets::{RqSet, TaskSet};
+
+/// A test-and-set spin lock (ticket locks collapse when vCPUs are
+/// overcommitted on the host; see docs/kernel.md).
+pub type Lock<T> = SpinMutex<T>;
+/// Its guard.
+pub type Guard<'a, T> = SpinMutexGuard<'a, T>;
+
+/// Host tests: a lock that stays taken for seconds means a lock-order bug
+/// (or two contexts alive at once in one thread); report it instead of
+/// spinning forever.
+#[cfg(test)]
+fn lock_or_report<'a, T>(l: &'a Lock<T>, what: &str) -> Guard<'a, T> {
+    let start = std::time::Instant::now();
+    loop {
+        if let Some(g) = l.try_lock() {
+            return g;
+        }
+        if start.elapsed() > std::time::Duration::from_secs(10) {
+            panic!("{what} lock held for 10 s: deadlock, or two scheduler contexts alive at once");
+        }
+        std::thread::yield_now();
+    }
+}
+
+#[cfg(not(test))]
+fn lock_or_report<'a, T>(l: &'a Lock<T>, _what: &str) -> Guard<'a, T> {
+    l.lock()
+}
+
+/// A task directory word: CPU in the high half, arena slot in the low.
+fn loc(cpu: u32, slot: usize) -> u64 {
+    (u64::from(cpu) << 32) | slot as u64
+}
+
+/// Directory value of a task id that names no task.
+const NO_CPU: u32 = u32::MAX;
+/// Directory value of a task being woken (owned by its waker for a moment).
+const IN_TRANSIT: u32 = u32::MAX - 1;
+
+/// Tasks a runqueue's arena (and its timeline) holds before it first
+/// grows: containers grow only when a runqueue holds more tasks than it
+/// ever has, so the hot paths allocate nothing in a steady state.
+const ARENA_START: usize = 8;
+
+/// Task id allocator: dense ids, reused after exit.
+#[derive(Debug, Default)]
+struct IdAlloc {
+    next: u32,
+    free: Vec<u32>,
+}
+
+/// All scheduler state of one machine, shared by every CPU.
+#[derive(Debug)]
+pub struct Shared {
+    /// Run configuration.
+    pub cfg: SchedConfig,
+    /// Topology facts.
+    pub topo: SchedTopo,
+    // Per-CPU entries each on their own cache lines (`Padded`): every
+    // operation writes its CPU's locks, and packed entries false-share.
+    rqs: Vec<Padded<Lock<Rq>>>,
+    arenas: Vec<Padded<Lock<TaskArena>>>,
+    stats: Vec<Padded<Lock<SchedStats>>>,
+    /// Per acting CPU (like `stats`): the task an operation has in transit.
+    /// Kept out of [`SchedCore`] so a context stays small to pass around.
+    transit: Vec<Padded<Lock<Option<Task>>>>,
+    removed: Vec<Padded<Lock<Removed>>>,
+    /// Something waits in `removed[cpu]` (skips its lock otherwise).
+    removed_pending: Vec<Padded<AtomicBool>>,
+    snap: Vec<Padded<RqSnap>>,
+    /// Per-LLC shared state, indexed by `sd_llc_id`.
+    pub llc: Vec<LlcShared>,
+    /// Where every task id lives: `task_cpu(p)` in the high half (`NO_CPU`
+    /// for a free id, `IN_TRANSIT` while woken), its slot in that
+    /// runqueue's arena in the low half (meaningful under that lock).
+    task_loc: Vec<AtomicU64>,
+    ids: Lock<IdAlloc>,
+}
+
+impl Shared {
+    /// Fresh state: every CPU idle, every LLC "all busy" as Linux builds it.
+    /// At most `cfg.max_tasks` tasks may be alive at once.
+    pub fn new(topo: SchedTopo, cfg: SchedConfig) -> Self {
+        let n = topo.nr_cpus;
+        let rqs: Vec<Padded<Lock<Rq>>> = (0..n)
+            .map(|c| {
+                let mins: Vec<u64> = topo
+                    .sd(c)
+                    .iter()
+                    .map(|d| u64::from(d.min_interval_ms))
+                    .collect();
+                Padded(Lock::new(Rq::new(c, &mins, cfg.tunables.migration_cost_ns)))
+            })
+            .collect();
+        let snap: Vec<Padded<RqSnap>> = (0..n).map(|_| Padded(RqSnap::default())).collect();
+        for (c, rq) in rqs.iter().enumerate() {
+            snap[c].publish(&rq.lock());
+        }
+        Shared {
+            rqs,
+            arenas: (0..n)
+                .map(|_| Padded(Lock::new(TaskArena::with_capacity(ARENA_START))))
+                .collect(),
+            // One slot per CPU, plus one for whole-machine contexts.
+            stats: (0..=n)
+                .map(|_| Padded(Lock::new(SchedStats::new(n))))
+                .collect(),
+            transit: (0..=n).map(|_| Padded(Lock::new(None))).collect(),
+            removed: (0..n)
+                .map(|_| Padded(Lock::new(Removed::default())))
+                .collect(),
+            removed_pending: (0..n).map(|_| Padded(AtomicBool::new(false))).collect(),
+            snap,
+            llc: (0..n).map(|c| LlcShared::new(topo.llc_size[c])).collect(),
+            task_loc: (0..cfg.max_tasks)
+                .map(|_| AtomicU64::new(loc(NO_CPU, 0)))
+                .collect(),
+            ids: Lock::new(IdAlloc::default()),
+            cfg,
+            topo,
+        }
+    }
+
+    /// Number of CPUs.
+    pub fn nr_cpus(&self) -> usize {
+        self.topo.nr_cpus
+    }
+
+    /// An operation context acting on `cpu`, holding `cpu`'s runqueue.
+    pub fn lock(&self, cpu: CpuId) -> SchedCore<'_> {
+        let mut c = self.context(cpu);
+        c.lock_also(cpu);
+        c
+    }
+
+    /// A context acting on `acting_cpu` that holds no runqueue yet
+    /// (`acting_cpu == nr_cpus` names the whole-machine statistics slot).
+    pub fn context(&self, acting_cpu: CpuId) -> SchedCore<'_> {
+        self.context_with(
+            lock_or_report(&self.stats[acting_cpu], "statistics"),
+            lock_or_report(&self.transit[acting_cpu], "transit"),
+        )
+    }
+
+    fn context_with<'a>(
+        &'a self,
+        stats: Guard<'a, SchedStats>,
+        transit: Guard<'a, Option<Task>>,
+    ) -> SchedCore<'a> {
+        SchedCore {
+            cfg: &self.cfg,
+            topo: &self.topo,
+            llc: &self.llc,
+            shared: self,
+            rqs: RqSet {
+                held: Small::default(),
+            },
+            tasks: TaskSet {
+                shared: self,
+                held: Small::default(),
+                transit,
+                loc: &self.task_loc,
+            },
+            stats,
+            resched: CpuList::new(),
+        }
+    }
+
+    /// `cpu`'s runqueue if it can be had at once (fault reports: a stuck
+    /// CPU may hold its lock forever). Statistics go to the whole-machine
+    /// slot.
+    pub fn try_lock(&self, cpu: CpuId) -> Option<SchedCore<'_>> {
+        let stats = self.stats[self.nr_cpus()].try_lock()?;
+        let transit = self.transit[self.nr_cpus()].try_lock()?;
+        let rq = self.rqs[cpu].try_lock()?;
+        let arena = self.arenas[cpu].try_lock()?;
+        let mut c = self.context_with(stats, transit);
+        c.take_locks(cpu, rq, arena, 0);
+        Some(c)
+    }
+
+    /// A context holding every runqueue (reports, invariant checks, tests):
+    /// waits for each lock in CPU order; its statistics go to a slot of
+    /// their own. Do not call [`Self::stats`] while holding it.
+    pub fn lock_all(&self) -> SchedCore<'_> {
+        let mut c = self.context(self.nr_cpus());
+        for cpu in 0..self.nr_cpus() {
+            c.lock_also(cpu);
+        }
+        c
+    }
+
+    /// Machine-wide statistics: the per-CPU counters summed.
+    pub fn stats(&self) -> SchedStats {
+        let mut total = SchedStats::new(self.nr_cpus());
+        for s in &self.stats {
+            total.accumulate(&lock_or_report(s, "statistics"));
+        }
+        total
+    }
+
+    /// The CPU whose runqueue `p` is homed on, if `p` is alive and not in
+    /// transit.
+    pub fn task_cpu(&self, p: TaskId) -> Option<CpuId> {
+        match (self.task_loc.get(p.0 as usize)?.load(Relaxed) >> 32) as u32 {
+            NO_CPU | IN_TRANSIT => None,
+            c => Some(c as CpuId),
+        }
+    }
+
+    /// `task_rq_lock(p)`: a context acting on `acting_cpu` that holds the
+    /// runqueue `p` is homed on (retrying while `p` moves or is in
+    /// transit). None if `p` is not alive.
+    pub fn lock_task(&self, p: TaskId, acting_cpu: CpuId) -> Option<SchedCore<'_>> {
+        loop {
+            let cpu = match (self.task_loc.get(p.0 as usize)?.load(Relaxed) >> 32) as u32 {
+                NO_CPU => return None,
+                IN_TRANSIT => {
+                    core::hint::spin_loop();
+                    continue;
+                }
+                c => c as CpuId,
+            };
+            let mut c = self.context(acting_cpu);
+            c.lock_also(cpu);
+            if self.task_cpu(p) == Some(cpu) {
+                return Some(c);
+            }
+        }
+    }
+
+    /// The published snapshot of `cpu`, to read single fields.
+    pub fn snap(&self, cpu: CpuId) -> &RqSnap {
+        &self.snap[cpu]
+    }
+
+    /// Allocate a task id, or None when `cfg.max_tasks` tasks are alive.
+    pub(crate) fn alloc_id(&self) -> Option<TaskId> {
+        let mut ids = self.ids.lock();
+        if let Some(i) = ids.free.pop() {
+            return Some(TaskId(i));
+        }
+        if (ids.next as usize) < self.cfg.max_tasks {
+            ids.next += 1;
+            return Some(TaskId(ids.next - 1));
+        }
+        None
+    }
+
+    /// Return an id that was allocated but never used.
+    pub(crate) fn release_id(&self, p: TaskId) {
+        self.ids.lock().free.push(p.0);
+    }
+
+    fn free_id(&self, p: TaskId) {
+        self.task_loc[p.0 as usize].store(loc(NO_CPU, 0), Relaxed);
+        self.ids.lock().free.push(p.0);
+    }
+}
+
+/// CPUs that must reschedule, as an operation returns them (inline: see
+/// [`crate::inline_vec`]).
+pub type CpuList = InlineVec<CpuId, 4>;
+
+/// Tasks an operation moved (inline up to 4, a batch spills).
+pub type Migrations = InlineVec<Migration, 4>;
+
+/// One task move decided by the core (the kernel IPIs `to` if needed).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Migration {
+    /// The task.
+    pub task: TaskId,
+    /// Source CPU.
+    pub from: CpuId,
+    /// Destination CPU.
+    pub to: CpuId,
+    /// Why.
+    pub reason: MigrationReason,
+}
+
+/// Only fills unused inline slots of [`Migrations`].
+impl Default for Migration {
+    fn default() -> Self {
+        Migration {
+            task: TaskId(u32::MAX),
+            from: 0,
+            to: 0,
+            reason: MigrationReason::Wakeup,
+        }
+    }
+}
+
+/// One scheduler operation in progress: what it holds and may touch.
+pub struct SchedCore<'a> {
+    /// Run configuration.
+    pub cfg: &'a SchedConfig,
+    /// Topology facts.
+    pub topo: &'a SchedTopo,
+    /// Per-LLC shared state, indexed by `sd_llc_id`.
+    pub llc: &'a [LlcShared],
+    /// The machine-wide state.
+    pub shared: &'a Shared,
+    /// Held runqueues (indexing one that is not held panics).
+    pub rqs: RqSet<'a>,
+    /// Reachable tasks.
+    pub tasks: TaskSet<'a>,
+    /// The acting CPU's statistics.
+    pub stats: Guard<'a, SchedStats>,
+    /// CPUs whose need_resched was set since the last drain (IPI targets).
+    pub(crate) resched: CpuList,
+}
+
+impl Drop for SchedCore<'_> {
+    fn drop(&mut self) {
+        debug_assert!(
+            self.tasks.transit.is_none(),
+            "operation ended with a task in transit"
+        );
+        self.unlock_all();
+    }
+}

@@ -1,0 +1,221 @@
+//! What an operation does to runqueues: `update_rq_clock`, `resched_curr`,
+//! `enqueue_task_fair`/`dequeue_task_fair`, `set_task_cpu` +
+//! `migrate_task_rq_fair`, `detach_task`/`attach_task` and
+//! `wakeup_preempt`.
+
+use super::{CpuList, Migration, SchedCore, lock_or_report};
+use crate::CpuId;
+use crate::config::PickPolicy;
+use crate::fair::entity::{self, DequeueFlags, EnqueueFlags};
+use crate::fair::{cfs, eevdf};
+use crate::pelt::{self, Removed};
+use crate::stats::MigrationReason;
+use crate::task::{TaskId, TaskState, Tasks};
+use core::sync::atomic::Ordering::{Relaxed, Release};
+
+impl SchedCore<'_> {
+    /// Advance a CPU's clock (`update_rq_clock`); never goes backwards.
+    pub fn update_rq_clock(&mut self, cpu: CpuId, now: u64) -> u64 {
+        let rq = &mut self.rqs[cpu];
+        rq.clock = rq.clock.max(now);
+        rq.clock
+    }
+
+    /// `resched_curr()`: set need_resched and remember the CPU for an IPI.
+    pub fn resched_curr(&mut self, cpu: CpuId) {
+        if !self.rqs[cpu].need_resched {
+            self.rqs[cpu].need_resched = true;
+            self.resched.push(cpu);
+        }
+    }
+
+    /// Drain the CPUs that need a reschedule.
+    pub fn take_resched(&mut self) -> CpuList {
+        core::mem::take(&mut self.resched)
+    }
+
+    /// `enqueue_task_fair()`: queue `p` on `cpu` (it becomes Runnable).
+    pub fn enqueue_task(&mut self, cpu: CpuId, p: TaskId, flags: EnqueueFlags, now: u64) {
+        let cfg = self.cfg;
+        if self.tasks.in_transit(p) {
+            self.tasks.settle(p, cpu);
+        }
+        debug_assert_eq!(self.shared.task_cpu(p), Some(cpu), "enqueue away from home");
+        let rq = &mut self.rqs[cpu];
+        entity::enqueue_entity(&mut rq.cfs, &mut self.tasks, cfg, p, flags, now);
+        let t = &mut self.tasks[p];
+        t.cpu = cpu;
+        if rq.curr != Some(p) {
+            t.state = TaskState::Runnable;
+            if t.wait_start == 0 {
+                t.wait_start = now.max(1);
+            }
+        }
+    }
+
+    /// `dequeue_task_fair()`.
+    pub fn dequeue_task(&mut self, cpu: CpuId, p: TaskId, flags: DequeueFlags, now: u64) {
+        let cfg = self.cfg;
+        let rq = &mut self.rqs[cpu];
+        entity::dequeue_entity(&mut rq.cfs, &mut self.tasks, cfg, p, flags, now);
+    }
+
+    /// `migrate_task_rq_fair()` for a waking task (CFS <= 6.5): its vruntime
+    /// becomes relative to the old queue's min_vruntime; `enqueue_entity`
+    /// (ENQUEUE_MIGRATED) adds the new queue's after its update_curr.
+    fn make_vruntime_relative(&mut self, p: TaskId, from: CpuId) {
+        if self.cfg.pick == PickPolicy::Cfs {
+            let a = self.min_vruntime(from);
+            let se = &mut self.tasks[p].se;
+            se.vruntime = se.vruntime.wrapping_sub(a);
+        }
+    }
+
+    /// Record a CPU change (`set_task_cpu` statistics).
+    fn note_migration(&mut self, p: TaskId, from: CpuId, to: CpuId, reason: MigrationReason) {
+        let d = self.topo.distance(from, to);
+        self.stats.migrations.record(reason, d);
+        let t = &mut self.tasks[p];
+        t.se.nr_migrations += 1;
+        t.se.exec_start = 0;
+        t.cpu = to;
+    }
+
+    /// `set_task_cpu()` + `migrate_task_rq_fair()` for a task that is not
+    /// queued (wakeup or fork placement): sync its PELT to the old queue, move
+    /// its contribution to `removed`, mark it for attach.
+    pub fn migrate_sleeping_task(&mut self, p: TaskId, to: CpuId, reason: MigrationReason) {
+        let from = self.tasks[p].cpu;
+        if from == to {
+            return;
+        }
+        self.make_vruntime_relative(p, from);
+        self.remove_entity_load_avg(p);
+        self.note_migration(p, from, to, reason);
+    }
+
+    /// `remove_entity_load_avg()`: defer removal of `p`'s contribution from
+    /// its (old) CPU's queue.
+    pub fn remove_entity_load_avg(&mut self, p: TaskId) {
+        let cpu = self.tasks[p].cpu;
+        let lut = self.read(
+            cpu,
+            |r| r.cfs.avg.last_update_time,
+            |s| s.last_update_time.load(Relaxed),
+        );
+        let t = &mut self.tasks[p];
+        if t.se.avg.last_update_time == 0 {
+            return;
+        }
+        let w = t.se.load.weight;
+        pelt::update_entity_load_avg(&mut t.se.avg, lut, w, false, false);
+        let add = |r: &mut Removed| {
+            r.load_avg += t.se.avg.load_avg;
+            r.util_avg += t.se.avg.util_avg;
+            r.runnable_avg += t.se.avg.runnable_avg;
+            r.nr += 1;
+        };
+        match self.rqs.pos(cpu) {
+            Ok(i) => add(&mut self.rqs.held.get_mut(i).expect("held").1.cfs.removed),
+            Err(_) => {
+                add(&mut lock_or_report(&self.shared.removed[cpu], "removed"));
+                self.shared.removed_pending[cpu].store(true, Release);
+            }
+        }
+        t.se.avg.last_update_time = 0;
+    }
+
+    /// `detach_task()` + `attach_task()`: move a queued, not running task.
+    pub fn move_queued_task(
+        &mut self,
+        p: TaskId,
+        to: CpuId,
+        reason: MigrationReason,
+        now: u64,
+    ) -> Migration {
+        let from = self.tasks[p].cpu;
+        debug_assert!(self.rqs[from].curr != Some(p), "moving a running task");
+        self.dequeue_task(
+            from,
+            p,
+            DequeueFlags {
+                sleep: false,
+                migrate: true,
+            },
+            now,
+        );
+        // CFS: dequeue_entity made vruntime relative, enqueue_entity
+        // (ENQUEUE_MIGRATED) makes it absolute against `to`.
+        self.note_migration(p, from, to, reason);
+        self.tasks.rehome(p, to);
+        let now_dst = self.update_rq_clock(to, now);
+        self.enqueue_task(
+            to,
+            p,
+            EnqueueFlags {
+                wakeup: false,
+                initial: false,
+                migrated: true,
+            },
+            now_dst,
+        );
+        self.check_preempt_curr(to, p, false, now_dst);
+        Migration {
+            task: p,
+            from,
+            to,
+            reason,
+        }
+    }
+
+    /// `wakeup_preempt()` / `check_preempt_curr()`: may `p`, just queued on
+    /// `cpu`, preempt what runs there? Sets need_resched if so.
+    pub fn check_preempt_curr(&mut self, cpu: CpuId, p: TaskId, is_fork: bool, now: u64) -> bool {
+        let cfg = self.cfg;
+        let rq = &mut self.rqs[cpu];
+        let need_resched = rq.need_resched;
+        let preempt = match rq.curr {
+            None => true,
+            Some(c) if c == p => false,
+            // The class hook marks buddies first, then checks need_resched.
+            Some(c) => match cfg.pick {
+                PickPolicy::Cfs => cfs::check_preempt_wakeup(
+                    &mut rq.cfs,
+                    &mut self.tasks,
+                    cfg,
+                    c,
+                    p,
+                    is_fork,
+                    need_resched,
+                    now,
+                ),
+                PickPolicy::Eevdf => eevdf::check_preempt_wakeup(
+                    &mut rq.cfs,
+                    &mut self.tasks,
+                    cfg,
+                    c,
+                    p,
+                    is_fork,
+                    need_resched,
+                    now,
+                ),
+            },
+        };
+        if preempt {
+            if self.rqs[cpu].curr.is_some() {
+                self.stats.rq.wakeup_preempt += 1;
+            }
+            self.resched_curr(cpu);
+        }
+        preempt
+    }
+
+    /// Running or queued tasks of `cpu` (curr first, then tree order).
+    pub fn rq_tasks(&self, cpu: CpuId) -> impl Iterator<Item = TaskId> + '_ {
+        let rq = &self.rqs[cpu];
+        rq.curr
+            .filter(|&c| self.tasks.get(c).is_some_and(|t| t.se.on_rq))
+            .into_iter()
+            .chain(rq.cfs.timeline.iter().map(|(_, id, _)| id))
+    }
+}

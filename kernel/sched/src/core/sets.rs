@@ -1,0 +1,209 @@
+//! The runqueues and tasks one operation holds: [`RqSet`] (held runqueue
+//! locks, sorted by CPU) and [`TaskSet`] (tasks homed on them, reached
+//! through the task directory, plus the one task in transit).
+
+use super::{Guard, IN_TRANSIT, Shared, loc};
+use crate::CpuId;
+use crate::rq::Rq;
+use crate::small::Small;
+use crate::task::{Task, TaskArena, TaskId, Tasks};
+use core::sync::atomic::AtomicU64;
+use core::sync::atomic::Ordering::Relaxed;
+/// The runqueues an operation holds, sorted by CPU.
+pub struct RqSet<'a> {
+    pub(super) held: Small<(CpuId, Guard<'a, Rq>)>,
+}
+
+impl RqSet<'_> {
+    #[inline]
+    pub(super) fn pos(&self, cpu: CpuId) -> Result<usize, usize> {
+        self.held.search_by_key(&cpu, |(c, _)| *c)
+    }
+
+    /// Whether `cpu`'s runqueue is held.
+    pub fn holds(&self, cpu: CpuId) -> bool {
+        self.pos(cpu).is_ok()
+    }
+
+    /// The runqueue of `cpu`, if held.
+    pub fn get(&self, cpu: CpuId) -> Option<&Rq> {
+        let i = self.pos(cpu).ok()?;
+        self.held.get(i).map(|(_, g)| &**g)
+    }
+
+    /// The held runqueues, by CPU.
+    pub fn iter(&self) -> impl Iterator<Item = &Rq> {
+        self.held.iter().map(|(_, g)| &**g)
+    }
+}
+
+impl core::ops::Index<CpuId> for RqSet<'_> {
+    type Output = Rq;
+    #[inline]
+    fn index(&self, cpu: CpuId) -> &Rq {
+        match self.pos(cpu) {
+            Ok(i) => &self.held.get(i).expect("held").1,
+            Err(_) => panic!("runqueue {cpu} used without its lock"),
+        }
+    }
+}
+
+impl core::ops::IndexMut<CpuId> for RqSet<'_> {
+    #[inline]
+    fn index_mut(&mut self, cpu: CpuId) -> &mut Rq {
+        match self.pos(cpu) {
+            Ok(i) => &mut self.held.get_mut(i).expect("held").1,
+            Err(_) => panic!("runqueue {cpu} used without its lock"),
+        }
+    }
+}
+
+/// The tasks an operation may touch: those homed on its held runqueues,
+/// plus the task in transit (being woken or forked) that it owns.
+pub struct TaskSet<'a> {
+    pub(super) shared: &'a Shared,
+    pub(super) held: Small<(CpuId, Guard<'a, TaskArena>)>,
+    /// At most one task is in transit per operation (the acting CPU's
+    /// slot in [`Shared`]).
+    pub(super) transit: Guard<'a, Option<Task>>,
+    /// The task directory (`Shared::task_loc`), one pointer closer.
+    pub(super) loc: &'a [AtomicU64],
+}
+
+impl TaskSet<'_> {
+    /// (index in `held`, slot) of a task homed on a held runqueue.
+    #[inline(always)]
+    fn locate(&self, id: TaskId) -> Option<(usize, usize)> {
+        let v = self.loc.get(id.0 as usize)?.load(Relaxed);
+        let (cpu, slot) = ((v >> 32) as usize, v as u32 as usize);
+        // One runqueue held: the common case, no search.
+        if self.held.len() == 1 {
+            return (self.held.get(0)?.0 == cpu).then_some((0, slot));
+        }
+        let h = self.held.search_by_key(&cpu, |(c, _)| *c).ok()?;
+        Some((h, slot))
+    }
+
+    fn arena(&mut self, h: usize) -> &mut TaskArena {
+        &mut self.held.get_mut(h).expect("held").1
+    }
+
+    fn held_index(&self, cpu: CpuId, what: &str) -> usize {
+        self.held
+            .search_by_key(&cpu, |(c, _)| *c)
+            .unwrap_or_else(|_| panic!("{what} runqueue {cpu}, which is not held"))
+    }
+
+    /// Add `t` to the held runqueue `cpu`'s arena and point the directory
+    /// at it.
+    fn home(&mut self, mut t: Task, cpu: CpuId, what: &str) {
+        let h = self.held_index(cpu, what);
+        let id = t.id;
+        t.cpu = cpu;
+        let slot = self.arena(h).push(t);
+        self.shared.task_loc[id.0 as usize].store(loc(cpu as u32, slot), Relaxed);
+    }
+
+    /// Remove a task from its held arena (the directory entry of the task
+    /// that fills its slot is fixed up; its own is left to the caller).
+    fn unhome(&mut self, id: TaskId) -> Task {
+        let (h, slot) = self.locate(id).expect("task not reachable");
+        let (t, moved) = self.arena(h).swap_remove(slot);
+        assert_eq!(t.id, id, "task directory out of date");
+        if let Some(m) = moved {
+            let cpu = self.held.get(h).expect("held").0 as u32;
+            self.shared.task_loc[m.0 as usize].store(loc(cpu, slot), Relaxed);
+        }
+        t
+    }
+
+    /// The task, if this operation can reach it.
+    #[inline(always)]
+    pub fn get_mut(&mut self, id: TaskId) -> Option<&mut Task> {
+        // The directory first: a task in transit is never homed on a held
+        // runqueue, and the common case costs one load.
+        if let Some((h, slot)) = self.locate(id) {
+            return self.arena(h).at_mut(slot).filter(|t| t.id == id);
+        }
+        (*self.transit).as_mut().filter(|t| t.id == id)
+    }
+
+    /// Tasks homed on the held runqueues and in transit.
+    pub fn iter(&self) -> impl Iterator<Item = &Task> {
+        self.transit
+            .iter()
+            .chain(self.held.iter().flat_map(|(_, a)| a.iter()))
+    }
+
+    /// Take a task homed on a held runqueue into transit (it leaves its
+    /// runqueue's arena; it must not be queued).
+    pub fn take(&mut self, id: TaskId) {
+        let t = self.unhome(id);
+        debug_assert!(!t.se.on_rq, "taking a queued task");
+        self.shared.task_loc[id.0 as usize].store(loc(IN_TRANSIT, 0), Relaxed);
+        self.push_transit(t);
+    }
+
+    /// Start owning a task in transit.
+    pub fn push_transit(&mut self, t: Task) {
+        assert!(self.transit.is_none(), "two tasks in transit");
+        *self.transit = Some(t);
+    }
+
+    /// Whether `id` is the task in transit.
+    pub fn in_transit(&self, id: TaskId) -> bool {
+        self.transit.as_ref().is_some_and(|t| t.id == id)
+    }
+
+    /// Home the task in transit on `cpu` (held), which becomes its task_cpu.
+    pub fn settle(&mut self, id: TaskId, cpu: CpuId) {
+        assert!(self.in_transit(id), "task not in transit");
+        let t = self.transit.take().expect("in transit");
+        self.home(t, cpu, "settling on");
+    }
+
+    /// Move a task between two held runqueues' arenas. The directory goes
+    /// straight from the old CPU to the new one, so a concurrent
+    /// `task_rq_lock` never finds the task missing.
+    pub fn rehome(&mut self, id: TaskId, to: CpuId) {
+        let t = self.unhome(id);
+        self.home(t, to, "moving to");
+    }
+
+    /// Free a dead task homed on a held runqueue and release its id.
+    pub fn free(&mut self, id: TaskId) {
+        if self.locate(id).is_some() {
+            self.unhome(id);
+            self.shared.free_id(id);
+        }
+    }
+}
+
+impl Tasks for TaskSet<'_> {
+    #[inline(always)]
+    fn get(&self, id: TaskId) -> Option<&Task> {
+        if let Some((h, slot)) = self.locate(id) {
+            return self.held.get(h)?.1.at(slot).filter(|t| t.id == id);
+        }
+        (*self.transit).as_ref().filter(|t| t.id == id)
+    }
+}
+
+impl core::ops::Index<TaskId> for TaskSet<'_> {
+    type Output = Task;
+    // Always inlined: the fair class looks tasks up dozens of times per
+    // wakeup (callgrind: a call frame per lookup was a tenth of the path).
+    #[inline(always)]
+    fn index(&self, id: TaskId) -> &Task {
+        Tasks::get(self, id)
+            .unwrap_or_else(|| panic!("task {} used without its runqueue lock", id.0))
+    }
+}
+
+impl core::ops::IndexMut<TaskId> for TaskSet<'_> {
+    #[inline(always)]
+    fn index_mut(&mut self, id: TaskId) -> &mut Task {
+        self.get_mut(id)
+            .unwrap_or_else(|| panic!("task {} used without its runqueue lock", id.0))
+    }
+}
