@@ -421,7 +421,7 @@ pub fn on_tick(irq: &IrqsOff) {
     }
     let cpu = this_cpu(irq);
     let now = time::now_ns();
-    // Expired sleepers one at a time (no list to allocate on the tick).
+    // Expired sleepers one at a time (no Vec of them to allocate on the tick).
     let mut resched = CpuList::new();
     loop {
         let expired = {
