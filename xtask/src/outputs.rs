@@ -12,19 +12,66 @@ use serde_json::Value;
 
 use crate::trace::{self, TaskLatency, TraceFormat};
 
-/// `--results FILE`: the records as JSON lines.
+/// `--results FILE`: the records as JSON lines. A finished run's records
+/// are never dropped: when `path` cannot be written after all (the disk
+/// filled up, the folder went away during the run; what the preflight
+/// check could not know), they go to a rescue file in the system's
+/// temporary folder instead, and the error names both files.
 pub fn write_results(path: &Path, records: &[Value]) -> Result<()> {
-    let mut f =
-        std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
-    for r in records {
-        writeln!(f, "{r}").with_context(|| format!("writing {}", path.display()))?;
+    match write_lines(path, records) {
+        Ok(()) => {
+            eprintln!(
+                "xtask: {} records written to {}",
+                records.len(),
+                path.display()
+            );
+            Ok(())
+        }
+        Err(e) => {
+            let rescue = rescue_path();
+            match write_lines(&rescue, records) {
+                Ok(()) => Err(anyhow::anyhow!(
+                    "--results: {e:#}; the run's {} records were written to {} instead",
+                    records.len(),
+                    rescue.display()
+                )),
+                Err(e2) => Err(anyhow::anyhow!(
+                    "--results: {e:#}; the rescue file failed too ({e2:#}): the records are lost"
+                )),
+            }
+        }
     }
-    eprintln!(
-        "xtask: {} records written to {}",
-        records.len(),
-        path.display()
-    );
-    Ok(())
+}
+
+fn write_lines(path: &Path, records: &[Value]) -> Result<()> {
+    let f = std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
+    let mut w = std::io::BufWriter::new(f);
+    for r in records {
+        writeln!(w, "{r}").with_context(|| format!("writing {}", path.display()))?;
+    }
+    // Flush and sync: a full disk often shows only here.
+    let f = w
+        .into_inner()
+        .map_err(|e| e.into_error())
+        .with_context(|| format!("writing {}", path.display()))?;
+    f.sync_all()
+        .or_else(|e| match e.raw_os_error() {
+            // Character devices and pipes cannot be synced; their writes are done.
+            Some(libc::EINVAL) | Some(libc::ENOTSUP) => Ok(()),
+            _ => Err(e),
+        })
+        .with_context(|| format!("writing {}", path.display()))
+}
+
+/// A file of this process's own in the temporary folder.
+fn rescue_path() -> std::path::PathBuf {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    std::env::temp_dir().join(format!(
+        "schedlab-results-{secs}-{}.jsonl",
+        std::process::id()
+    ))
 }
 
 /// `--trace FILE`: the run's scheduler trace in `format`, and the
