@@ -70,6 +70,14 @@ impl QemuConfig {
         let v = crate::qemu_version::installed()
             .context("qemu-system-x86_64 --version did not say its version")?;
         let w = self.version_check(v)?;
+        if let Some(warning) = crate::qemu_version::icount_smp_warning(
+            v,
+            self.icount_shift.is_some(),
+            self.machine.cpus(),
+        ) {
+            static ONCE: std::sync::Once = std::sync::Once::new();
+            ONCE.call_once(|| eprintln!("xtask: warning: {warning}"));
+        }
         let mut cpu = String::from(match self.accel {
             Accel::Kvm => "host",
             Accel::Tcg => "max,vendor=GenuineIntel",

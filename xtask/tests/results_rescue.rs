@@ -53,7 +53,11 @@ fn records_survive_a_results_file_that_cannot_be_written() {
     let o = xtask(&dir, "/dev/full");
     let stdout = String::from_utf8_lossy(&o.stdout);
     let stderr = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "stdout:\n{stdout}\nstderr:\n{stderr}");
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
     assert!(
         stdout.contains("outcome: success"),
         "the report must still be printed:\n{stdout}"
