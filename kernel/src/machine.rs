@@ -149,14 +149,23 @@ pub const ICOUNT_ALIGN_NS: u64 = 1_000_000_000;
 /// reset (TCG's round-robin kick, the RTC) would then meet the kernel's own
 /// timers at a different phase in every run, which changes how the vCPUs'
 /// instruction slices interleave. Starting at a whole second makes every
-/// phase the same. Only the boot CPU runs (APs wait for SIPI) and PIT channel
-/// 0, programmed by the firmware, is stopped first.
+/// phase the same. PIT channel 0, programmed by the firmware, is stopped
+/// first, and every AP is sent INIT, so only the boot CPU runs: OVMF leaves
+/// its APs executing a loop after ExitBootServices, and under `-icount` their
+/// instructions share the virtual clock with the boot CPU's in round-robin
+/// slices whose phase follows the firmware (two 2-vCPU UEFI runs at once
+/// differed from the calibration on; one vCPU, or SeaBIOS, whose APs halt,
+/// repeated exactly). It runs before the TSC
+/// calibration: a calibration timed against the HPET before the alignment
+/// gave 1,000,000,179 and 1,000,000,120 Hz in two UEFI runs at once (OVMF
+/// ends at a different virtual time in each), and every later record
+/// differed with it.
 fn align_to_virtual_clock() {
     time::stop_pit_channel0();
+    apic::send_init_all_but_self();
     // Under -icount the TSC is QEMU's virtual clock in ns (see `halt_until_tsc`).
     let target = (time::rdtsc() / ICOUNT_ALIGN_NS + 1) * ICOUNT_ALIGN_NS;
     apic::halt_until_tsc(target);
-    time::restart_clock();
 }
 
 /// Brings up every CPU the MADT lists and builds the topology. Errors are
@@ -170,11 +179,13 @@ pub fn bring_up(
     hz: u32,
     icount: bool,
 ) -> Result<Machine, alloc::string::String> {
-    let tsc = time::init(clock, phys_offset, icount);
     apic::init_bsp(phys_offset);
     if icount {
         align_to_virtual_clock();
     }
+    // Kernel times (`now_ns`) start when the calibration ends, with or
+    // without the alignment before it.
+    let tsc = time::init(clock, phys_offset, icount);
     let bsp_apic = apic::id();
     percpu::current().online.store(true, Ordering::Release);
     let timer_setup = timer::init(hz);

@@ -319,12 +319,6 @@ pub fn stop_pit_channel0() {
     }
 }
 
-/// Moves the origin of [`now_ns`] to this instant (used once, after the
-/// `-icount` alignment, so kernel times exclude the alignment wait).
-pub fn restart_clock() {
-    TSC_AT_BOOT.store(rdtsc(), Ordering::Relaxed);
-}
-
 /// Calibrated TSC frequency (0 before `init`).
 pub fn tsc_hz() -> u64 {
     TSC_HZ.load(Ordering::Relaxed)
