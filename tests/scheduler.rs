@@ -155,6 +155,15 @@ fn watchdog_reports_a_cpu_that_stopped_ticking() {
             .contains("CPU 1 has not ticked"),
         "{w}"
     );
+    // Confirmed by NMIs, not by the tick gap alone (which host load can
+    // open): the spinning CPU answered both probes with interrupts off.
+    assert!(
+        w["reason"]
+            .as_str()
+            .unwrap()
+            .contains("answered 2 probe NMIs 1000 ms apart without a tick, interrupts off"),
+        "{w}"
+    );
     let cpus: Vec<&str> = w["cpus"]
         .as_array()
         .unwrap()

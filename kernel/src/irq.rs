@@ -46,6 +46,9 @@ fn nmi(_irq: &IrqsOff, frame: &mut TrapFrame) {
     if watchdog::fired() {
         watchdog::nmi_report(frame)
     }
+    if watchdog::nmi_probe(frame) {
+        return;
+    }
     fault::cpu_exception(frame)
 }
 

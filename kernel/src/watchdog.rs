@@ -3,8 +3,14 @@
 //!
 //! Two checks, both driven by the timer tick:
 //! - heartbeat: every CPU watches the next CPU's last tick time; a CPU that
-//!   has not ticked for [`heartbeat_timeout_ns`] is stuck (e.g. spinning with
-//!   interrupts off). Checked once the scheduler runs (bring-up prints large
+//!   has not ticked for [`heartbeat_timeout_ns`] is a suspect. It is stuck
+//!   (e.g. spinning with interrupts off) only when it answers two probe
+//!   NMIs, sent [`PROBE_CONFIRM_NS`] apart, without a tick in between or for
+//!   two tick periods after the second: a vCPU that the host does not run
+//!   (nested KVM, many TCG vCPUs on few host cores) answers nothing until it
+//!   runs again, and then ticks, so host load alone cannot fire it (seen
+//!   under nested KVM: a 5.8 s limit fired on a CPU inside an ordinary
+//!   wakeup). Checked once the scheduler runs (bring-up prints large
 //!   records with interrupts off).
 //! - progress: while an experiment has the watchdog armed, it must call
 //!   [`progress`] often. It is stalled when one CPU ran threads for
@@ -57,6 +63,25 @@ pub fn heartbeat_timeout_ns() -> u64 {
     HEARTBEAT_NS.load(Ordering::Relaxed)
 }
 
+/// Time between the two probe NMIs that confirm a stuck CPU.
+pub const PROBE_CONFIRM_NS: u64 = 1_000_000_000;
+/// Per CPU: its tick count when the current probe began (`NO_PROBE`: none).
+static PROBE_TICKS: [AtomicU64; percpu::MAX_CPUS] =
+    [const { AtomicU64::new(NO_PROBE) }; percpu::MAX_CPUS];
+/// Per CPU: probe NMIs sent, and answered with its tick count unchanged.
+static PROBES_SENT: [AtomicU64; percpu::MAX_CPUS] = [const { AtomicU64::new(0) }; percpu::MAX_CPUS];
+static PROBES_ANSWERED: [AtomicU64; percpu::MAX_CPUS] =
+    [const { AtomicU64::new(0) }; percpu::MAX_CPUS];
+/// Per CPU: when the last probe was sent and answered (`now_ns`), and
+/// RFLAGS.IF at the last answer.
+static PROBE_SENT_NS: [AtomicU64; percpu::MAX_CPUS] =
+    [const { AtomicU64::new(0) }; percpu::MAX_CPUS];
+static PROBE_ANSWER_NS: [AtomicU64; percpu::MAX_CPUS] =
+    [const { AtomicU64::new(0) }; percpu::MAX_CPUS];
+static PROBE_ANSWER_IF: [AtomicBool; percpu::MAX_CPUS] =
+    [const { AtomicBool::new(false) }; percpu::MAX_CPUS];
+const NO_PROBE: u64 = u64::MAX;
+
 static ARMED: AtomicBool = AtomicBool::new(false);
 static TIMEOUT_NS: AtomicU64 = AtomicU64::new(0);
 static LAST_PROGRESS_NS: AtomicU64 = AtomicU64::new(0);
@@ -108,26 +133,90 @@ pub fn on_tick() {
         let p = percpu::get(next).expect("online CPU has a block");
         let last = p.last_tick_ns.load(Ordering::Relaxed);
         if last != 0 && now.saturating_sub(last) > heartbeat_timeout_ns() {
-            // What it ran at that moment (before the report's delay lets it
-            // move on): a thread spinning with interrupts off, or idle.
-            let running = match crate::task::sched::running_thread_id(next) {
-                Some(id) => alloc::format!("thread {id}"),
-                None => String::from("idle"),
-            };
-            fire(
-                &alloc::format!(
-                    "CPU {next} has not ticked for {} ms (it runs {running}, {} ticks so far)",
-                    (now - last) / 1_000_000,
-                    p.ticks.load(Ordering::Relaxed)
-                ),
-                Some(next),
-            );
+            if heartbeat_confirmed(next, p, now) {
+                // What it ran at that moment (before the report's delay lets
+                // it move on): a thread spinning with interrupts off, or idle.
+                let running = match crate::task::sched::running_thread_id(next) {
+                    Some(id) => alloc::format!("thread {id}"),
+                    None => String::from("idle"),
+                };
+                fire(
+                    &alloc::format!(
+                        "CPU {next} has not ticked for {} ms (it runs {running}, {} ticks so far; \
+                         it answered {} probe NMIs {} ms apart without a tick, interrupts {})",
+                        (now - last) / 1_000_000,
+                        p.ticks.load(Ordering::Relaxed),
+                        PROBES_ANSWERED[next].load(Ordering::Relaxed),
+                        PROBE_CONFIRM_NS / 1_000_000,
+                        if PROBE_ANSWER_IF[next].load(Ordering::Relaxed) {
+                            "on"
+                        } else {
+                            "off"
+                        }
+                    ),
+                    Some(next),
+                );
+            }
+        } else {
+            PROBE_TICKS[next].store(NO_PROBE, Ordering::Relaxed);
         }
     }
     let prev_tick = PREV_TICK_NS[me].swap(now, Ordering::Relaxed);
     if ARMED.load(Ordering::Acquire) {
         check_progress(me, now, prev_tick);
     }
+}
+
+/// The heartbeat's confirmation (module docs): called by the watcher while
+/// `cpu` (block `p`) has not ticked for the limit; sends the probe NMIs and
+/// says whether `cpu` is stuck.
+fn heartbeat_confirmed(cpu: usize, p: &percpu::PerCpu, now: u64) -> bool {
+    let ticks = p.ticks.load(Ordering::Relaxed);
+    if PROBE_TICKS[cpu].load(Ordering::Relaxed) != ticks {
+        // A new suspicion (or it ticked since the last one): first probe.
+        PROBES_ANSWERED[cpu].store(0, Ordering::Relaxed);
+        PROBES_SENT[cpu].store(1, Ordering::Relaxed);
+        PROBE_SENT_NS[cpu].store(now, Ordering::Relaxed);
+        PROBE_TICKS[cpu].store(ticks, Ordering::Release);
+        crate::arch::apic::send_nmi(p.apic_id);
+        return false;
+    }
+    let (sent, answered) = (
+        PROBES_SENT[cpu].load(Ordering::Relaxed),
+        PROBES_ANSWERED[cpu].load(Ordering::Acquire),
+    );
+    let tick_ns = crate::task::sched::core().shared.cfg.tunables.tick_ns;
+    if answered >= 2 {
+        // Two periods after the second answer without a tick: a CPU that
+        // runs with interrupts on would have taken its pending tick.
+        return now.saturating_sub(PROBE_ANSWER_NS[cpu].load(Ordering::Relaxed)) > 2 * tick_ns;
+    }
+    if answered == sent
+        && sent < 2
+        && now.saturating_sub(PROBE_SENT_NS[cpu].load(Ordering::Relaxed)) >= PROBE_CONFIRM_NS
+    {
+        PROBES_SENT[cpu].store(2, Ordering::Relaxed);
+        PROBE_SENT_NS[cpu].store(now, Ordering::Relaxed);
+        crate::arch::apic::send_nmi(p.apic_id);
+    }
+    false
+}
+
+/// NMI handler when the watchdog has not fired: a heartbeat probe is
+/// answered (counted when this CPU has not ticked since the probe began);
+/// false when no probe was pending (an unexpected NMI).
+pub fn nmi_probe(frame: &crate::arch::trap::TrapFrame) -> bool {
+    let me = percpu::cpu_index() as usize;
+    let began = PROBE_TICKS[me].load(Ordering::Acquire);
+    if began == NO_PROBE {
+        return false;
+    }
+    if percpu::current().ticks.load(Ordering::Relaxed) == began {
+        PROBE_ANSWER_IF[me].store(frame.rflags & (1 << 9) != 0, Ordering::Relaxed);
+        PROBE_ANSWER_NS[me].store(time::now_ns(), Ordering::Relaxed);
+        PROBES_ANSWERED[me].fetch_add(1, Ordering::Release);
+    }
+    true
 }
 
 /// The progress check on CPU `me` at a tick (see the module docs).
