@@ -7,18 +7,23 @@
 //! sums, buddies — and differ in a fixed set of steps. [`PickDiscipline`]
 //! has one method per such step; [`cfs::Cfs`] and [`eevdf::Eevdf`]
 //! implement it, each method naming the Linux function it mirrors.
-//! [`PickPolicy`](crate::config::PickPolicy), the run's choice, implements it too by forwarding every
-//! method to its variant's discipline through one `match`
-//! (`dispatch.rs`); the shared code calls `cfg.pick.<step>(..)` and never
-//! branches on the pick itself.
+//! [`PickPolicy`], the run's choice, implements it too, by forwarding every
+//! method to its variant's discipline through one `match` (`dispatch.rs`);
+//! the shared code calls `cfg.pick.<step>(..)` and never branches on the
+//! pick itself.
 //!
 //! Adding a third pick: a module here with a zero-sized type implementing
-//! [`PickDiscipline`], a [`PickPolicy`](crate::config::PickPolicy) variant (and its entry in
-//! [`PickPolicy::ALL`](crate::config::PickPolicy::ALL)), and its arm in `dispatch.rs`'s `dispatch!`. The
-//! compiler lists whatever else is missing.
+//! [`PickDiscipline`], a [`PickPolicy`] variant with its name in
+//! [`PickPolicy::ALL`], and its arm in `dispatch.rs`'s `dispatch!`; the
+//! compiler then points at the tests' per-pick expectations
+//! (`shape_tests.rs`).
 //!
 //! Dispatch is static: each forwarder is one compare on the configured
-//! pick, then an inlined call, as the branches it replaced were.
+//! pick around an inlined call, what the per-site branches it replaced
+//! cost.
+//!
+//! [`PickPolicy`]: crate::config::PickPolicy
+//! [`PickPolicy::ALL`]: crate::config::PickPolicy::ALL
 
 pub mod cfs;
 mod dispatch;
@@ -38,8 +43,9 @@ use crate::task::{SchedEntity, TaskId, Tasks};
 
 /// The steps in which one fair-class pick algorithm differs from another.
 ///
-/// Implemented by zero-sized types (static dispatch) and by [`PickPolicy`](crate::config::PickPolicy)
-/// (forwarding to the run's discipline). The shared code calls these at
+/// Implemented by zero-sized types (static dispatch) and by
+/// [`PickPolicy`](crate::config::PickPolicy) (forwarding to the run's
+/// discipline). The shared code calls these at
 /// fixed points of Linux's order; each method says where and which Linux
 /// function it stands for. A step a discipline does not have is a no-op
 /// that says so.
