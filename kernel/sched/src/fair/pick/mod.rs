@@ -16,7 +16,8 @@
 //! [`PickDiscipline`], a [`PickPolicy`] variant with its name in
 //! [`PickPolicy::ALL`], and its arm in `dispatch.rs`'s `dispatch!`; the
 //! compiler then points at the tests' per-pick expectations
-//! (`shape_tests.rs`).
+//! (`shape_tests.rs`). Outside this crate only `kernel/bootcfg`'s check of
+//! the boot configuration lists the names.
 //!
 //! Dispatch is static: each forwarder is one compare on the configured
 //! pick around an inlined call, what the per-site branches it replaced
