@@ -21,12 +21,10 @@
 
 use sched::config::{PickPolicy, SchedConfig};
 use sched::fair::cfs_rq::CfsRq;
-use sched::fair::entity::{
-    DequeueFlags, EnqueueFlags, dequeue_entity, enqueue_entity, pick_next_entity,
-};
+use sched::fair::entity::{DequeueFlags, EnqueueFlags, dequeue_entity, enqueue_entity};
 use sched::placement::{WakeFlags, select_task_rq_fair};
 use sched::task::{Task, TaskId, TaskPolicy, TaskTable};
-use sched::{SchedTopo, Scheduler};
+use sched::{PickDiscipline, SchedTopo, Scheduler};
 use std::hint::black_box;
 use std::sync::Mutex;
 use std::time::Instant;
@@ -53,9 +51,10 @@ fn bench_timeline(pick: PickPolicy, n: usize, iters: usize) -> f64 {
         .collect();
     // CFS enqueues without ENQUEUE_WAKEUP take a vruntime relative to
     // min_vruntime (fork/migration renormalisation); EEVDF an absolute one.
-    let base = match pick {
-        PickPolicy::Cfs => 0,
-        PickPolicy::Eevdf => cfs.min_vruntime,
+    let base = if pick.enqueue_relative(EnqueueFlags::default()) {
+        0
+    } else {
+        cfs.min_vruntime
     };
     for &id in &ids {
         let se = &mut tasks[id].se;
@@ -71,7 +70,7 @@ fn bench_timeline(pick: PickPolicy, n: usize, iters: usize) -> f64 {
     let t0 = Instant::now();
     for _ in 0..iters {
         enqueue_entity(&mut cfs, &mut tasks, &cfg, x, EnqueueFlags::default(), now);
-        black_box(pick_next_entity(&mut cfs, &tasks, &cfg));
+        black_box(pick.pick_next_entity(&mut cfs, &tasks, &cfg));
         dequeue_entity(
             &mut cfs,
             &mut tasks,

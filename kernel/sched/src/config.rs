@@ -1,11 +1,15 @@
 //! Per-run configuration: pick policy (CFS or EEVDF), feature switches and
 //! tunables.
 
+use crate::fair::pick::PickDiscipline;
 use crate::features::Features;
 use crate::tunables::Tunables;
 use alloc::string::{String, ToString};
+use alloc::vec::Vec;
 
-/// Which fair-class pick algorithm a run uses.
+/// Which fair-class pick algorithm a run uses. Each variant's steps are a
+/// [`PickDiscipline`] in `fair/pick/`; the enum forwards to them
+/// (`fair/pick/dispatch.rs`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PickPolicy {
     /// Classic CFS (Linux <= 6.5): leftmost vruntime, slices from
@@ -16,23 +20,28 @@ pub enum PickPolicy {
 }
 
 impl PickPolicy {
-    /// Parse "CFS" / "EEVDF" (case-insensitive).
+    /// Every pick, in `--pick` order.
+    pub const ALL: [PickPolicy; 2] = [PickPolicy::Cfs, PickPolicy::Eevdf];
+
+    /// Parse a pick's name ("CFS" / "EEVDF", case-insensitive).
     pub fn parse(s: &str) -> Result<Self, String> {
-        match s.trim().to_ascii_uppercase().as_str() {
-            "CFS" => Ok(PickPolicy::Cfs),
-            "EEVDF" => Ok(PickPolicy::Eevdf),
-            other => Err(alloc::format!(
-                "unknown pick policy '{other}' (CFS or EEVDF)"
-            )),
-        }
+        let s = s.trim();
+        Self::ALL
+            .into_iter()
+            .find(|p| p.name().eq_ignore_ascii_case(s))
+            .ok_or_else(|| {
+                let names: Vec<&str> = Self::ALL.iter().map(|p| p.name()).collect();
+                alloc::format!(
+                    "unknown pick policy '{}' ({})",
+                    s.to_ascii_uppercase(),
+                    names.join(" or ")
+                )
+            })
     }
 
-    /// Name for result records.
+    /// Name for result records ([`PickDiscipline::name`]).
     pub fn name(&self) -> &'static str {
-        match self {
-            PickPolicy::Cfs => "CFS",
-            PickPolicy::Eevdf => "EEVDF",
-        }
+        PickDiscipline::name(*self)
     }
 }
 

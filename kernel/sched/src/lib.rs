@@ -41,6 +41,7 @@ pub mod sim;
 
 pub use config::{PickPolicy, SchedConfig};
 pub use core::{CpuList, Migration, Migrations};
+pub use fair::pick::PickDiscipline;
 pub use features::{Feat, Features};
 pub use placement::WakeFlags;
 pub use policy::{DynPolicy, FairPolicy, SchedPolicy};

@@ -8,10 +8,9 @@
 
 use crate::CpuId;
 use crate::balance::{domains, lb};
-use crate::config::PickPolicy;
 use crate::core::{Migration, Migrations, SchedCore};
-use crate::fair::cfs;
 use crate::fair::entity::{self, DequeueFlags, EnqueueFlags};
+use crate::fair::pick::PickDiscipline;
 use crate::idle;
 use crate::placement::{self, WakeFlags};
 use crate::task::TaskId;
@@ -53,7 +52,8 @@ pub trait SchedPolicy {
     /// (curr has already been put back).
     fn pick_next(&self, core: &mut SchedCore, cpu: CpuId, _now: u64) -> Option<TaskId> {
         let cfg = core.cfg;
-        entity::pick_next_entity(&mut core.rqs[cpu].cfs, &core.tasks, cfg)
+        cfg.pick
+            .pick_next_entity(&mut core.rqs[cpu].cfs, &core.tasks, cfg)
     }
 
     /// `ops.tick` / `task_tick_fair`: account curr; true = reschedule.
@@ -69,9 +69,9 @@ pub trait SchedPolicy {
             now,
             entity::PeltAction::None,
         );
-        if cfg.pick == PickPolicy::Cfs && rq.cfs.nr_running > 1 {
-            resched |= cfs::check_preempt_tick(&mut rq.cfs, &core.tasks, cfg, c);
-        }
+        resched |= cfg
+            .pick
+            .check_preempt_tick(&mut rq.cfs, &core.tasks, cfg, c);
         resched
     }
 

@@ -5,9 +5,8 @@
 
 use super::{CpuList, Migration, SchedCore, lock_or_report};
 use crate::CpuId;
-use crate::config::PickPolicy;
 use crate::fair::entity::{self, DequeueFlags, EnqueueFlags};
-use crate::fair::{cfs, eevdf};
+use crate::fair::pick::PickDiscipline;
 use crate::pelt::{self, Removed};
 use crate::stats::MigrationReason;
 use crate::task::{TaskId, TaskState, Tasks};
@@ -60,17 +59,6 @@ impl SchedCore<'_> {
         entity::dequeue_entity(&mut rq.cfs, &mut self.tasks, cfg, p, flags, now);
     }
 
-    /// `migrate_task_rq_fair()` for a waking task (CFS <= 6.5): its vruntime
-    /// becomes relative to the old queue's min_vruntime; `enqueue_entity`
-    /// (ENQUEUE_MIGRATED) adds the new queue's after its update_curr.
-    fn make_vruntime_relative(&mut self, p: TaskId, from: CpuId) {
-        if self.cfg.pick == PickPolicy::Cfs {
-            let a = self.min_vruntime(from);
-            let se = &mut self.tasks[p].se;
-            se.vruntime = se.vruntime.wrapping_sub(a);
-        }
-    }
-
     /// Record a CPU change (`set_task_cpu` statistics).
     fn note_migration(&mut self, p: TaskId, from: CpuId, to: CpuId, reason: MigrationReason) {
         let d = self.topo.distance(from, to);
@@ -89,7 +77,8 @@ impl SchedCore<'_> {
         if from == to {
             return;
         }
-        self.make_vruntime_relative(p, from);
+        let pick = self.cfg.pick;
+        pick.migrate_task_rq(self, p, from);
         self.remove_entity_load_avg(p);
         self.note_migration(p, from, to, reason);
     }
@@ -178,28 +167,16 @@ impl SchedCore<'_> {
             None => true,
             Some(c) if c == p => false,
             // The class hook marks buddies first, then checks need_resched.
-            Some(c) => match cfg.pick {
-                PickPolicy::Cfs => cfs::check_preempt_wakeup(
-                    &mut rq.cfs,
-                    &mut self.tasks,
-                    cfg,
-                    c,
-                    p,
-                    is_fork,
-                    need_resched,
-                    now,
-                ),
-                PickPolicy::Eevdf => eevdf::check_preempt_wakeup(
-                    &mut rq.cfs,
-                    &mut self.tasks,
-                    cfg,
-                    c,
-                    p,
-                    is_fork,
-                    need_resched,
-                    now,
-                ),
-            },
+            Some(c) => cfg.pick.check_preempt_wakeup(
+                &mut rq.cfs,
+                &mut self.tasks,
+                cfg,
+                c,
+                p,
+                is_fork,
+                need_resched,
+                now,
+            ),
         };
         if preempt {
             if self.rqs[cpu].curr.is_some() {

@@ -6,8 +6,8 @@
 //! `__dequeue_entity`, `avg_vruntime_add/sub`, `avg_vruntime()`,
 //! `vruntime_eligible()` and `update_min_vruntime()`.
 
+use super::pick::PickDiscipline;
 use super::timeline::Timeline;
-use crate::PickPolicy;
 use crate::pelt::{Removed, SchedAvg};
 use crate::task::{TaskId, TaskPolicy, Tasks};
 use crate::weight::LoadWeight;
@@ -67,37 +67,27 @@ impl Default for CfsRq {
     }
 }
 
-/// The tree key of an entity under a pick policy.
-pub fn tree_key(policy: PickPolicy, vruntime: u64, deadline: u64) -> u64 {
-    match policy {
-        PickPolicy::Cfs => vruntime,
-        PickPolicy::Eevdf => deadline,
-    }
-}
-
 impl CfsRq {
     /// `entity_key()`: vruntime relative to min_vruntime.
     pub fn entity_key(&self, vruntime: u64) -> i64 {
         vruntime.wrapping_sub(self.min_vruntime) as i64
     }
 
-    /// `__enqueue_entity` + `avg_vruntime_add`.
-    pub fn tree_insert(&mut self, policy: PickPolicy, tasks: &impl Tasks, id: TaskId) {
+    /// `__enqueue_entity` + `avg_vruntime_add`, sorted by the pick's
+    /// [`PickDiscipline::tree_key`].
+    pub fn tree_insert(&mut self, pick: impl PickDiscipline, tasks: &impl Tasks, id: TaskId) {
         let se = &tasks[id].se;
         let w = se.load.weight;
         self.avg_vruntime += i128::from(self.entity_key(se.vruntime)) * i128::from(w);
         self.avg_load += w;
-        self.timeline
-            .insert(tree_key(policy, se.vruntime, se.deadline), id, se.vruntime);
+        self.timeline.insert(pick.tree_key(se), id, se.vruntime);
     }
 
     /// `__dequeue_entity` + `avg_vruntime_sub`.
-    pub fn tree_remove(&mut self, policy: PickPolicy, tasks: &impl Tasks, id: TaskId) {
+    pub fn tree_remove(&mut self, pick: impl PickDiscipline, tasks: &impl Tasks, id: TaskId) {
         let se = &tasks[id].se;
         let w = se.load.weight;
-        let found = self
-            .timeline
-            .remove(tree_key(policy, se.vruntime, se.deadline), id);
+        let found = self.timeline.remove(pick.tree_key(se), id);
         debug_assert!(found, "entity {id:?} not in tree");
         self.avg_vruntime -= i128::from(self.entity_key(se.vruntime)) * i128::from(w);
         self.avg_load -= w;
@@ -155,7 +145,8 @@ impl CfsRq {
     }
 
     /// `update_min_vruntime()`: never moves backwards; shifts avg_vruntime.
-    pub fn update_min_vruntime(&mut self, policy: PickPolicy, tasks: &impl Tasks) {
+    /// The tree's minimum is the pick's [`PickDiscipline::tree_min_vruntime`].
+    pub fn update_min_vruntime(&mut self, pick: impl PickDiscipline, tasks: &impl Tasks) {
         let mut v = self.min_vruntime;
         let mut have_curr = false;
         if let Some(c) = self.curr {
@@ -165,11 +156,7 @@ impl CfsRq {
                 have_curr = true;
             }
         }
-        let tree_min = match policy {
-            PickPolicy::Cfs => self.timeline.first().map(|(k, _)| k),
-            PickPolicy::Eevdf => self.timeline.min_aux(),
-        };
-        if let Some(m) = tree_min {
+        if let Some(m) = pick.tree_min_vruntime(self) {
             v = if have_curr { v.min(m) } else { m };
         }
         if v > self.min_vruntime {

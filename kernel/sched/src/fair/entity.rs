@@ -2,12 +2,13 @@
 //!
 //! Mirrors `update_curr()`, `update_load_avg()` (with DO_ATTACH/DO_DETACH),
 //! `enqueue_entity()`, `dequeue_entity()`, `set_next_entity()`,
-//! `put_prev_entity()`, `clear_buddies()` and `pick_next_entity()`; the
-//! policy-specific steps are in [`super::cfs`] and [`super::eevdf`].
+//! `put_prev_entity()` and `clear_buddies()`; the steps in which CFS and
+//! EEVDF differ are the run's [`PickDiscipline`] (`cfg.pick`, see
+//! [`super::pick`]).
 
 use super::cfs_rq::CfsRq;
-use super::{cfs, eevdf};
-use crate::config::{PickPolicy, SchedConfig};
+use super::pick::PickDiscipline;
+use crate::config::SchedConfig;
 use crate::features::Feat;
 use crate::pelt;
 use crate::task::{TaskId, Tasks};
@@ -44,8 +45,9 @@ pub enum PeltAction {
     Detach,
 }
 
-/// `update_curr()`: charge the running entity. Returns true when EEVDF's
-/// `update_deadline()` requests a reschedule.
+/// `update_curr()`: charge the running entity. Returns true when the pick's
+/// [`PickDiscipline::update_deadline`] (EEVDF's `update_deadline()`)
+/// requests a reschedule.
 pub fn update_curr(cfs: &mut CfsRq, tasks: &mut impl Tasks, cfg: &SchedConfig, now: u64) -> bool {
     let Some(c) = cfs.curr else { return false };
     let nr_running = cfs.nr_running;
@@ -57,7 +59,7 @@ pub fn update_curr(cfs: &mut CfsRq, tasks: &mut impl Tasks, cfg: &SchedConfig, n
     se.exec_start = now;
     se.sum_exec_runtime += delta;
     se.vruntime += calc_delta_fair(delta, &se.load);
-    let resched = cfg.pick == PickPolicy::Eevdf && eevdf::update_deadline(cfg, nr_running, se);
+    let resched = cfg.pick.update_deadline(cfg, nr_running, se);
     if resched {
         clear_buddies(cfs, c);
     }
@@ -138,7 +140,10 @@ pub fn clear_buddies(cfs: &mut CfsRq, id: TaskId) {
     }
 }
 
-/// `enqueue_entity()` (CFS: v5.11 renormalisation order; EEVDF: 6.15).
+/// `enqueue_entity()` (CFS: v5.11 renormalisation order; EEVDF: 6.15):
+/// renormalise a relative arrival ([`PickDiscipline::enqueue_relative`]),
+/// `update_curr`, PELT with attach, [`PickDiscipline::place_entity`],
+/// accounting, tree insertion.
 pub fn enqueue_entity(
     cfs: &mut CfsRq,
     tasks: &mut impl Tasks,
@@ -151,7 +156,7 @@ pub fn enqueue_entity(
     // queue for a fork or migration (Linux's `renorm`): curr is renormalised
     // before update_curr, anything else after, so it is placed at the
     // current moment rather than in the past.
-    let renorm = cfg.pick == PickPolicy::Cfs && (!flags.wakeup || flags.migrated);
+    let renorm = cfg.pick.enqueue_relative(flags);
     let is_curr = cfs.curr == Some(id);
     if renorm && is_curr {
         renormalise(cfs, tasks, id);
@@ -169,14 +174,7 @@ pub fn enqueue_entity(
     // and there is nothing to decay either way.
     let decay_se = !(flags.initial && cfg.features.has(Feat::NewTaskNoDecay));
     update_load_avg_se(cfs, tasks, id, now, PeltAction::Attach, decay_se);
-    match cfg.pick {
-        PickPolicy::Eevdf => eevdf::place_entity(cfs, tasks, cfg, id, flags),
-        PickPolicy::Cfs => {
-            if flags.wakeup {
-                cfs::place_entity(cfs, tasks, cfg, id, false);
-            }
-        }
-    }
+    cfg.pick.place_entity(cfs, tasks, cfg, id, flags);
     {
         let se = &tasks[id].se;
         pelt::runnable_load_enqueue(&mut cfs.avg, &se.avg, se.load.weight, true);
@@ -188,9 +186,11 @@ pub fn enqueue_entity(
     }
 }
 
-/// `dequeue_entity()`. CFS, not a sleep (a migration): vruntime becomes
-/// relative to min_vruntime as in v5.11, between update_curr and the final
-/// update_min_vruntime.
+/// `dequeue_entity()`: `update_curr`, PELT (detach for a migration),
+/// [`PickDiscipline::update_entity_lag`], buddies, tree removal,
+/// accounting, [`PickDiscipline::dequeue_detach`] (CFS: vruntime relative
+/// to min_vruntime as in v5.11; EEVDF: relative deadline), then
+/// `update_min_vruntime`.
 pub fn dequeue_entity(
     cfs: &mut CfsRq,
     tasks: &mut impl Tasks,
@@ -210,27 +210,16 @@ pub fn dequeue_entity(
         let se = &tasks[id].se;
         pelt::runnable_load_enqueue(&mut cfs.avg, &se.avg, se.load.weight, false);
     }
-    if cfg.pick == PickPolicy::Eevdf {
-        eevdf::update_entity_lag(cfs, tasks, cfg, id);
-    }
+    cfg.pick.update_entity_lag(cfs, tasks, cfg, id);
     clear_buddies(cfs, id);
     if cfs.curr != Some(id) {
         cfs.tree_remove(cfg.pick, tasks, id);
     }
-    if cfg.pick == PickPolicy::Eevdf && !flags.sleep {
-        // PLACE_REL_DEADLINE: keep the deadline relative across the move.
-        let se = &mut tasks[id].se;
-        se.deadline = se.deadline.wrapping_sub(se.vruntime);
-        se.rel_deadline = true;
-    }
     tasks[id].se.on_rq = false;
     cfs.account_dequeue(tasks, id);
-    if cfg.pick == PickPolicy::Cfs && !flags.sleep {
-        // After update_curr (which may have moved min_vruntime if `id` held
-        // it back), before update_min_vruntime discounts `id`.
-        let se = &mut tasks[id].se;
-        se.vruntime = se.vruntime.wrapping_sub(cfs.min_vruntime);
-    }
+    // After update_curr (which may have moved min_vruntime if `id` held it
+    // back), before update_min_vruntime discounts `id`.
+    cfg.pick.dequeue_detach(cfs, &mut tasks[id].se, flags);
     cfs.update_min_vruntime(cfg.pick, tasks);
 }
 
@@ -255,9 +244,7 @@ pub fn set_next_entity(
         update_load_avg(cfs, tasks, id, now, PeltAction::None);
     }
     let se = &mut tasks[id].se;
-    if cfg.pick == PickPolicy::Eevdf {
-        se.vprot = Some(se.deadline);
-    }
+    cfg.pick.set_next_entity(se);
     se.exec_start = now;
     se.prev_sum_exec_runtime = se.sum_exec_runtime;
     cfs.curr = Some(id);
@@ -278,12 +265,4 @@ pub fn put_prev_entity(
     }
     tasks[id].se.vprot = None;
     cfs.curr = None;
-}
-
-/// `pick_next_entity()` for the configured policy.
-pub fn pick_next_entity(cfs: &mut CfsRq, tasks: &impl Tasks, cfg: &SchedConfig) -> Option<TaskId> {
-    match cfg.pick {
-        PickPolicy::Cfs => cfs::pick_next_entity(cfs, tasks, cfg),
-        PickPolicy::Eevdf => eevdf::pick_next_entity(cfs, tasks, cfg),
-    }
 }

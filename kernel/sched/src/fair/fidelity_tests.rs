@@ -2,7 +2,7 @@
 //! expected value is derived by hand from the Linux function named in the
 //! test, not from this crate's code.
 
-use super::cfs;
+use super::pick::cfs;
 use crate::config::{PickPolicy, SchedConfig};
 use crate::fair::cfs_rq::CfsRq;
 use crate::stats::MigrationReason;

@@ -1,10 +1,10 @@
-//! The fair scheduling class: runqueue, timeline and the CFS / EEVDF pick
-//! algorithms (Linux kernel/sched/fair.c, entity level).
+//! The fair scheduling class: runqueue, timeline, the entity steps CFS and
+//! EEVDF share, and the pick disciplines in which they differ (Linux
+//! kernel/sched/fair.c, entity level).
 
-pub mod cfs;
 pub mod cfs_rq;
-pub mod eevdf;
 pub mod entity;
+pub mod pick;
 pub mod timeline;
 
 #[cfg(test)]

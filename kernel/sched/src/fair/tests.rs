@@ -1,8 +1,8 @@
 //! Unit tests of the CFS and EEVDF entity logic, plus weighted-fairness
 //! checks through the simulator.
 
-use super::cfs;
-use super::eevdf;
+use super::pick::cfs;
+use super::pick::eevdf;
 use crate::config::{PickPolicy, SchedConfig};
 use crate::fair::cfs_rq::CfsRq;
 use crate::sim::{Behavior, Sim};

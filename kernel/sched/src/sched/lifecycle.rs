@@ -4,9 +4,9 @@
 
 use super::{Scheduler, WakeupResult};
 use crate::CpuId;
-use crate::config::PickPolicy;
 use crate::core::{CpuList, SchedCore};
 use crate::fair::entity::{self, DequeueFlags, EnqueueFlags};
+use crate::fair::pick::PickDiscipline;
 use crate::features::Feat;
 use crate::pelt;
 use crate::placement::WakeFlags;
@@ -150,24 +150,9 @@ impl<P: SchedPolicy> Scheduler<P> {
             let c = &mut core;
             let rq = &mut c.rqs[this_cpu];
             entity::update_curr(&mut rq.cfs, &mut c.tasks, cfg, now);
-            match cfg.pick {
-                PickPolicy::Cfs => {
-                    let pv = parent
-                        .filter(|&q| rq.curr == Some(q))
-                        .map_or(rq.cfs.min_vruntime, |q| c.tasks[q].se.vruntime);
-                    c.tasks[p].se.vruntime = pv;
-                    crate::fair::cfs::place_entity(&rq.cfs, &mut c.tasks, cfg, p, true);
-                    // Relative until enqueue_entity (no ENQUEUE_WAKEUP) adds
-                    // the chosen queue's min_vruntime after its update_curr.
-                    let se = &mut c.tasks[p].se;
-                    se.vruntime = se.vruntime.wrapping_sub(rq.cfs.min_vruntime);
-                }
-                PickPolicy::Eevdf => {
-                    let se = &mut c.tasks[p].se;
-                    se.vlag = 0;
-                    se.slice = cfg.tunables.base_slice_ns;
-                }
-            }
+            let parent_curr = parent.filter(|&q| rq.curr == Some(q));
+            cfg.pick
+                .task_fork(&rq.cfs, &mut c.tasks, cfg, p, parent_curr);
         }
         let cpu = match start {
             Some(c) => c,
@@ -387,18 +372,8 @@ impl<P: SchedPolicy> Scheduler<P> {
             return;
         }
         entity::clear_buddies(&mut rq.cfs, cur);
-        match cfg.pick {
-            PickPolicy::Cfs => {
-                if c.tasks[cur].policy != TaskPolicy::Batch {
-                    entity::update_curr(&mut rq.cfs, &mut c.tasks, cfg, now);
-                }
-                crate::fair::cfs::yield_task(&mut rq.cfs, cur);
-            }
-            PickPolicy::Eevdf => {
-                entity::update_curr(&mut rq.cfs, &mut c.tasks, cfg, now);
-                crate::fair::eevdf::yield_task(&mut c.tasks[cur].se);
-            }
-        }
+        cfg.pick
+            .yield_task(&mut rq.cfs, &mut c.tasks, cfg, cur, now);
     }
 
     /// `sched_exec()`: the current task of `cpu` is exec'ing (small memory

@@ -1,13 +1,18 @@
 //! EEVDF (Linux 6.6+): deadlines, lag, lag-preserving placement, eligible
-//! earliest-deadline pick, RUN_TO_PARITY and wakeup preemption.
+//! earliest-deadline pick, RUN_TO_PARITY and wakeup preemption — and
+//! [`Eevdf`], its [`PickDiscipline`].
 //!
 //! Mirrors `update_deadline()`, `update_entity_lag()`, `place_entity()`
 //! (PLACE_LAG, PLACE_DEADLINE_INITIAL, PLACE_REL_DEADLINE), `pick_eevdf()`,
-//! `pick_next_entity()` (PICK_BUDDY) and `check_preempt_wakeup_fair()`.
+//! `pick_next_entity()` (PICK_BUDDY), `check_preempt_wakeup_fair()` and
+//! `yield_task_fair()`.
 
-use super::cfs_rq::CfsRq;
-use super::entity::{EnqueueFlags, update_curr};
+use super::PickDiscipline;
+use crate::CpuId;
 use crate::config::SchedConfig;
+use crate::core::SchedCore;
+use crate::fair::cfs_rq::CfsRq;
+use crate::fair::entity::{DequeueFlags, EnqueueFlags, clear_buddies, update_curr};
 use crate::features::Feat;
 use crate::task::{SchedEntity, TaskId, TaskPolicy, Tasks};
 use crate::weight::calc_delta_fair;
@@ -70,10 +75,19 @@ fn protected(se: &SchedEntity) -> bool {
     se.vprot == Some(se.deadline)
 }
 
-/// `yield_task_fair()` (EEVDF, 6.6-6.16), last step: push curr's deadline
-/// back by one request. The lone-task return, `clear_buddies` and
-/// `update_curr` are done by the caller (`Scheduler::yield_current`).
-pub fn yield_task(se: &mut SchedEntity) {
+/// `yield_task_fair()` (EEVDF, 6.6-6.16) after the lone-task return and
+/// `clear_buddies` (done by `Scheduler::yield_current`): charge curr
+/// (`update_curr`), then push its deadline back by one request, which
+/// also ends its slice protection.
+pub fn yield_task(
+    cfs: &mut CfsRq,
+    tasks: &mut impl Tasks,
+    cfg: &SchedConfig,
+    curr: TaskId,
+    now: u64,
+) {
+    update_curr(cfs, tasks, cfg, now);
+    let se = &mut tasks[curr].se;
     se.deadline += calc_delta_fair(se.slice, &se.load);
     se.vprot = None;
 }
@@ -126,7 +140,7 @@ pub fn pick_next_entity(cfs: &mut CfsRq, tasks: &impl Tasks, cfg: &SchedConfig) 
     }
     let se = pick_eevdf(cfs, tasks, cfg);
     if let Some(s) = se {
-        super::entity::clear_buddies(cfs, s);
+        clear_buddies(cfs, s);
     }
     se
 }
@@ -171,4 +185,151 @@ pub fn check_preempt_wakeup(
     }
     update_curr(cfs, tasks, cfg, now);
     pick_eevdf(cfs, tasks, cfg) == Some(p)
+}
+
+/// EEVDF (6.6+; the tree and pick in their 6.8-6.15 form) as a
+/// [`PickDiscipline`]: a deadline-ordered timeline with each subtree's
+/// minimum vruntime, lag kept across sleep and migration, deadline-driven
+/// tick preemption, eligibility-based wakeup preemption.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Eevdf;
+
+impl PickDiscipline for Eevdf {
+    #[inline]
+    fn name(self) -> &'static str {
+        "EEVDF"
+    }
+
+    /// 6.8+ `entity_before()`: by virtual deadline (the timeline's aux
+    /// value is vruntime, for the subtree minimum).
+    #[inline]
+    fn tree_key(self, se: &SchedEntity) -> u64 {
+        se.deadline
+    }
+
+    /// 6.8+ `update_min_vruntime()`: the root's subtree `min_vruntime`
+    /// (`__pick_root_entity()`).
+    #[inline]
+    fn tree_min_vruntime(self, cfs: &CfsRq) -> Option<u64> {
+        cfs.timeline.min_aux()
+    }
+
+    /// `update_deadline()` from `update_curr()`: [`update_deadline`].
+    #[inline]
+    fn update_deadline(self, cfg: &SchedConfig, nr_running: u32, se: &mut SchedEntity) -> bool {
+        update_deadline(cfg, nr_running, se)
+    }
+
+    /// 6.6+ `__sched_fork()`: zero lag and the base request; vruntime and
+    /// deadline are set by `place_entity` at the first enqueue
+    /// (ENQUEUE_INITIAL).
+    #[inline]
+    fn task_fork(
+        self,
+        _: &CfsRq,
+        tasks: &mut impl Tasks,
+        cfg: &SchedConfig,
+        p: TaskId,
+        _: Option<TaskId>,
+    ) {
+        let se = &mut tasks[p].se;
+        se.vlag = 0;
+        se.slice = cfg.tunables.base_slice_ns;
+    }
+
+    /// 6.6+ `migrate_task_rq_fair()` has no vruntime step: vruntime stays
+    /// absolute and the lag saved at dequeue carries the position.
+    #[inline]
+    fn migrate_task_rq(self, _: &mut SchedCore<'_>, _: TaskId, _: CpuId) {}
+
+    /// 6.6+ `enqueue_entity()`: nothing arrives relative (placement
+    /// re-expresses the lag against this queue's V).
+    #[inline]
+    fn enqueue_relative(self, _: EnqueueFlags) -> bool {
+        false
+    }
+
+    /// 6.6+ `enqueue_entity()`: `place_entity()` on every enqueue:
+    /// [`place_entity`].
+    #[inline]
+    fn place_entity(
+        self,
+        cfs: &CfsRq,
+        tasks: &mut impl Tasks,
+        cfg: &SchedConfig,
+        id: TaskId,
+        flags: EnqueueFlags,
+    ) {
+        place_entity(cfs, tasks, cfg, id, flags);
+    }
+
+    /// 6.6+ `dequeue_entity()`: [`update_entity_lag`].
+    #[inline]
+    fn update_entity_lag(self, cfs: &CfsRq, tasks: &mut impl Tasks, cfg: &SchedConfig, id: TaskId) {
+        update_entity_lag(cfs, tasks, cfg, id);
+    }
+
+    /// 6.12+ `dequeue_entity()`, PLACE_REL_DEADLINE: without DEQUEUE_SLEEP
+    /// the deadline is kept relative to vruntime until `place_entity`.
+    #[inline]
+    fn dequeue_detach(self, _: &CfsRq, se: &mut SchedEntity, flags: DequeueFlags) {
+        if !flags.sleep {
+            se.deadline = se.deadline.wrapping_sub(se.vruntime);
+            se.rel_deadline = true;
+        }
+    }
+
+    /// 6.6+ `set_next_entity()` (6.16 `set_protect_slice()`): RUN_TO_PARITY
+    /// protection records the deadline the entity was picked with.
+    #[inline]
+    fn set_next_entity(self, se: &mut SchedEntity) {
+        se.vprot = Some(se.deadline);
+    }
+
+    /// 6.12+ `pick_next_entity()`: [`pick_next_entity`].
+    #[inline]
+    fn pick_next_entity(
+        self,
+        cfs: &mut CfsRq,
+        tasks: &impl Tasks,
+        cfg: &SchedConfig,
+    ) -> Option<TaskId> {
+        pick_next_entity(cfs, tasks, cfg)
+    }
+
+    /// 6.6+ `entity_tick()` has no `check_preempt_tick`: the tick's
+    /// reschedule comes from `update_deadline` in `update_curr`.
+    #[inline]
+    fn check_preempt_tick(self, _: &mut CfsRq, _: &impl Tasks, _: &SchedConfig, _: TaskId) -> bool {
+        false
+    }
+
+    /// 6.15 `check_preempt_wakeup_fair()`: [`check_preempt_wakeup`].
+    #[inline]
+    fn check_preempt_wakeup(
+        self,
+        cfs: &mut CfsRq,
+        tasks: &mut impl Tasks,
+        cfg: &SchedConfig,
+        curr: TaskId,
+        p: TaskId,
+        is_fork: bool,
+        need_resched: bool,
+        now: u64,
+    ) -> bool {
+        check_preempt_wakeup(cfs, tasks, cfg, curr, p, is_fork, need_resched, now)
+    }
+
+    /// 6.6-6.16 `yield_task_fair()`: [`yield_task`].
+    #[inline]
+    fn yield_task(
+        self,
+        cfs: &mut CfsRq,
+        tasks: &mut impl Tasks,
+        cfg: &SchedConfig,
+        curr: TaskId,
+        now: u64,
+    ) {
+        yield_task(cfs, tasks, cfg, curr, now);
+    }
 }
