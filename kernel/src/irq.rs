@@ -4,7 +4,7 @@
 //!
 //! | vector | handler |
 //! |---|---|
-//! | 2 (NMI) | watchdog report once it fired, else a fault |
+//! | 2 (NMI) | watchdog report once it fired; a heartbeat probe's answer; else a fault |
 //! | 7 (#NM) | a thread's first FPU instruction (`arch::fpu`) |
 //! | other 0-31 | CPU exception: fault report, run ends |
 //! | LAPIC timer | tick count, EOI, watchdog, scheduler tick |
@@ -43,7 +43,7 @@ fn exception(_irq: &IrqsOff, frame: &mut TrapFrame) {
 }
 
 fn nmi(_irq: &IrqsOff, frame: &mut TrapFrame) {
-    if watchdog::fired() {
+    if watchdog::fired() && !watchdog::is_reporter() {
         watchdog::nmi_report(frame)
     }
     if watchdog::nmi_probe(frame) {

@@ -150,8 +150,9 @@ pub const ICOUNT_ALIGN_NS: u64 = 1_000_000_000;
 /// timers at a different phase in every run, which changes how the vCPUs'
 /// instruction slices interleave. Starting at a whole second makes every
 /// phase the same. PIT channel 0, programmed by the firmware, is stopped
-/// first, and every AP is sent INIT, so only the boot CPU runs: OVMF leaves
-/// its APs executing a loop after ExitBootServices, and under `-icount` their
+/// first, and every AP is sent INIT, so only the boot CPU runs: OVMF's APs
+/// are still executing after ExitBootServices (what the runs show: with
+/// them, and not with one vCPU or SeaBIOS, whose APs halt), and under `-icount` their
 /// instructions share the virtual clock with the boot CPU's in round-robin
 /// slices whose phase follows the firmware (two 2-vCPU UEFI runs at once
 /// differed from the calibration on; one vCPU, or SeaBIOS, whose APs halt,
@@ -160,9 +161,14 @@ pub const ICOUNT_ALIGN_NS: u64 = 1_000_000_000;
 /// gave 1,000,000,179 and 1,000,000,120 Hz in two UEFI runs at once (OVMF
 /// ends at a different virtual time in each), and every later record
 /// differed with it.
-fn align_to_virtual_clock() {
+fn align_to_virtual_clock(ap_ids: &[u32]) {
     time::stop_pit_channel0();
-    apic::send_init_all_but_self();
+    // Only the APs the kernel will start (MADT-enabled): a CPU left in
+    // wait-for-SIPI for good would, on real hardware, turn a broadcast
+    // machine check into a shutdown.
+    for &id in ap_ids {
+        apic::send_init(id);
+    }
     // Under -icount the TSC is QEMU's virtual clock in ns (see `halt_until_tsc`).
     let target = (time::rdtsc() / ICOUNT_ALIGN_NS + 1) * ICOUNT_ALIGN_NS;
     apic::halt_until_tsc(target);
@@ -180,13 +186,19 @@ pub fn bring_up(
     icount: bool,
 ) -> Result<Machine, alloc::string::String> {
     apic::init_bsp(phys_offset);
+    let bsp_apic = apic::id();
+    let ap_ids: Vec<u32> = fw
+        .madt
+        .enabled_cpus()
+        .map(|c| c.apic_id)
+        .filter(|&a| a != bsp_apic)
+        .collect();
     if icount {
-        align_to_virtual_clock();
+        align_to_virtual_clock(&ap_ids);
     }
     // Kernel times (`now_ns`) start when the calibration ends, with or
     // without the alignment before it.
     let tsc = time::init(clock, phys_offset, icount);
-    let bsp_apic = apic::id();
     percpu::current().online.store(true, Ordering::Release);
     let timer_setup = timer::init(hz);
     timer::start_this_cpu();
@@ -198,12 +210,6 @@ pub fn bring_up(
             "MADT: the boot CPU (APIC id {bsp_apic}) is not an enabled processor entry"
         ));
     }
-    let ap_ids: Vec<u32> = fw
-        .madt
-        .enabled_cpus()
-        .map(|c| c.apic_id)
-        .filter(|&a| a != bsp_apic)
-        .collect();
     let aps = smp::start_aps(&ap_ids, phys_offset, ap_main);
     let reset_to_online_ns = time::tsc_to_ns(time::rdtsc());
     let kernel_to_online_ns = time::now_ns();

@@ -3,15 +3,18 @@
 //!
 //! Two checks, both driven by the timer tick:
 //! - heartbeat: every CPU watches the next CPU's last tick time; a CPU that
-//!   has not ticked for [`heartbeat_timeout_ns`] is a suspect. It is stuck
-//!   (e.g. spinning with interrupts off) only when it answers two probe
-//!   NMIs, sent [`PROBE_CONFIRM_NS`] apart, without a tick in between or for
-//!   two tick periods after the second: a vCPU that the host does not run
-//!   (nested KVM, many TCG vCPUs on few host cores) answers nothing until it
-//!   runs again, and then ticks, so host load alone cannot fire it (seen
-//!   under nested KVM: a 5.8 s limit fired on a CPU inside an ordinary
-//!   wakeup). Checked once the scheduler runs (bring-up prints large
-//!   records with interrupts off).
+//!   has not ticked for [`heartbeat_timeout_ns`] is a suspect and gets a
+//!   probe NMI at once, then one per [`PROBE_CONFIRM_NS`]. It is stuck (e.g.
+//!   spinning with interrupts off) when it answered probes at two moments at
+//!   least that far apart without a tick, and took none for
+//!   `PROBE_SETTLE_NS` after the last answer, unless another suspect has
+//!   answered nothing (a CPU the host does not run may hold the lock it
+//!   spins on). A suspect that answers nothing for `UNANSWERED_LIMITS`
+//!   heartbeat limits is reported as unresponsive. A vCPU the host merely
+//!   descheduled answers when it runs again and then ticks, so a tick gap
+//!   alone no longer fires (seen under nested KVM: a bare 5.8 s gap fired on
+//!   a CPU inside an ordinary wakeup). Checked once the scheduler runs
+//!   (bring-up prints large records with interrupts off).
 //! - progress: while an experiment has the watchdog armed, it must call
 //!   [`progress`] often. It is stalled when one CPU ran threads for
 //!   `timeout` of its own ticks without any progress (a livelock: work
@@ -63,24 +66,41 @@ pub fn heartbeat_timeout_ns() -> u64 {
     HEARTBEAT_NS.load(Ordering::Relaxed)
 }
 
-/// Time between the two probe NMIs that confirm a stuck CPU.
+/// Least time between two probe answers that confirm a stuck CPU (and
+/// between probe NMIs while a suspicion lasts).
 pub const PROBE_CONFIRM_NS: u64 = 1_000_000_000;
-/// Per CPU: its tick count when the current probe began (`NO_PROBE`: none).
+/// After the second answer, this long (at least two tick periods) without
+/// a tick: a CPU that runs with interrupts on takes its pending tick first.
+const PROBE_SETTLE_NS: u64 = 100_000_000;
+/// A suspect that answers no probe for this many heartbeat limits is
+/// reported as unresponsive (not run by the host, or NMIs blocked).
+const UNANSWERED_LIMITS: u64 = 3;
+const NO_PROBE: u64 = u64::MAX;
+/// Per CPU, as a watched CPU: its tick count when the current suspicion
+/// began (`NO_PROBE`: none), when it began, when the last probe was sent.
 static PROBE_TICKS: [AtomicU64; percpu::MAX_CPUS] =
     [const { AtomicU64::new(NO_PROBE) }; percpu::MAX_CPUS];
-/// Per CPU: probe NMIs sent, and answered with its tick count unchanged.
-static PROBES_SENT: [AtomicU64; percpu::MAX_CPUS] = [const { AtomicU64::new(0) }; percpu::MAX_CPUS];
-static PROBES_ANSWERED: [AtomicU64; percpu::MAX_CPUS] =
+static PROBE_BEGAN_NS: [AtomicU64; percpu::MAX_CPUS] =
     [const { AtomicU64::new(0) }; percpu::MAX_CPUS];
-/// Per CPU: when the last probe was sent and answered (`now_ns`), and
-/// RFLAGS.IF at the last answer.
 static PROBE_SENT_NS: [AtomicU64; percpu::MAX_CPUS] =
     [const { AtomicU64::new(0) }; percpu::MAX_CPUS];
-static PROBE_ANSWER_NS: [AtomicU64; percpu::MAX_CPUS] =
+/// Per CPU: probe NMIs sent to it and not yet taken (any suspicion), so a
+/// late probe is never mistaken for an unexpected NMI.
+static PROBE_PENDING: [AtomicU64; percpu::MAX_CPUS] =
+    [const { AtomicU64::new(0) }; percpu::MAX_CPUS];
+/// Per CPU: answers in this suspicion (taken with its tick count
+/// unchanged), the first and last answer's time, RFLAGS.IF at the last.
+static PROBE_ANSWERS: [AtomicU64; percpu::MAX_CPUS] =
+    [const { AtomicU64::new(0) }; percpu::MAX_CPUS];
+static PROBE_FIRST_NS: [AtomicU64; percpu::MAX_CPUS] =
+    [const { AtomicU64::new(0) }; percpu::MAX_CPUS];
+static PROBE_LAST_NS: [AtomicU64; percpu::MAX_CPUS] =
     [const { AtomicU64::new(0) }; percpu::MAX_CPUS];
 static PROBE_ANSWER_IF: [AtomicBool; percpu::MAX_CPUS] =
     [const { AtomicBool::new(false) }; percpu::MAX_CPUS];
-const NO_PROBE: u64 = u64::MAX;
+/// The CPU writing the watchdog report (`NO_PROBE`: none): an NMI that
+/// reaches it is a late probe, not a request to park.
+static REPORTER: AtomicU64 = AtomicU64::new(NO_PROBE);
 
 static ARMED: AtomicBool = AtomicBool::new(false);
 static TIMEOUT_NS: AtomicU64 = AtomicU64::new(0);
@@ -133,7 +153,7 @@ pub fn on_tick() {
         let p = percpu::get(next).expect("online CPU has a block");
         let last = p.last_tick_ns.load(Ordering::Relaxed);
         if last != 0 && now.saturating_sub(last) > heartbeat_timeout_ns() {
-            if heartbeat_confirmed(next, p, now) {
+            if let Some(verdict) = heartbeat_verdict(next, p, now) {
                 // What it ran at that moment (before the report's delay lets
                 // it move on): a thread spinning with interrupts off, or idle.
                 let running = match crate::task::sched::running_thread_id(next) {
@@ -142,22 +162,14 @@ pub fn on_tick() {
                 };
                 fire(
                     &alloc::format!(
-                        "CPU {next} has not ticked for {} ms (it runs {running}, {} ticks so far; \
-                         it answered {} probe NMIs {} ms apart without a tick, interrupts {})",
+                        "CPU {next} has not ticked for {} ms (it runs {running}, {} ticks so far; {verdict})",
                         (now - last) / 1_000_000,
                         p.ticks.load(Ordering::Relaxed),
-                        PROBES_ANSWERED[next].load(Ordering::Relaxed),
-                        PROBE_CONFIRM_NS / 1_000_000,
-                        if PROBE_ANSWER_IF[next].load(Ordering::Relaxed) {
-                            "on"
-                        } else {
-                            "off"
-                        }
                     ),
                     Some(next),
                 );
             }
-        } else {
+        } else if PROBE_TICKS[next].load(Ordering::Relaxed) != NO_PROBE {
             PROBE_TICKS[next].store(NO_PROBE, Ordering::Relaxed);
         }
     }
@@ -167,56 +179,96 @@ pub fn on_tick() {
     }
 }
 
-/// The heartbeat's confirmation (module docs): called by the watcher while
-/// `cpu` (block `p`) has not ticked for the limit; sends the probe NMIs and
-/// says whether `cpu` is stuck.
-fn heartbeat_confirmed(cpu: usize, p: &percpu::PerCpu, now: u64) -> bool {
-    let ticks = p.ticks.load(Ordering::Relaxed);
-    if PROBE_TICKS[cpu].load(Ordering::Relaxed) != ticks {
-        // A new suspicion (or it ticked since the last one): first probe.
-        PROBES_ANSWERED[cpu].store(0, Ordering::Relaxed);
-        PROBES_SENT[cpu].store(1, Ordering::Relaxed);
-        PROBE_SENT_NS[cpu].store(now, Ordering::Relaxed);
-        PROBE_TICKS[cpu].store(ticks, Ordering::Release);
-        crate::arch::apic::send_nmi(p.apic_id);
-        return false;
-    }
-    let (sent, answered) = (
-        PROBES_SENT[cpu].load(Ordering::Relaxed),
-        PROBES_ANSWERED[cpu].load(Ordering::Acquire),
-    );
-    let tick_ns = crate::task::sched::core().shared.cfg.tunables.tick_ns;
-    if answered >= 2 {
-        // Two periods after the second answer without a tick: a CPU that
-        // runs with interrupts on would have taken its pending tick.
-        return now.saturating_sub(PROBE_ANSWER_NS[cpu].load(Ordering::Relaxed)) > 2 * tick_ns;
-    }
-    if answered == sent
-        && sent < 2
-        && now.saturating_sub(PROBE_SENT_NS[cpu].load(Ordering::Relaxed)) >= PROBE_CONFIRM_NS
-    {
-        PROBES_SENT[cpu].store(2, Ordering::Relaxed);
-        PROBE_SENT_NS[cpu].store(now, Ordering::Relaxed);
-        crate::arch::apic::send_nmi(p.apic_id);
-    }
-    false
+/// Sends `cpu` a probe NMI.
+fn send_probe(cpu: usize, p: &percpu::PerCpu, now: u64) {
+    PROBE_SENT_NS[cpu].store(now, Ordering::Relaxed);
+    PROBE_PENDING[cpu].fetch_add(1, Ordering::AcqRel);
+    crate::arch::apic::send_nmi(p.apic_id);
 }
 
-/// NMI handler when the watchdog has not fired: a heartbeat probe is
-/// answered (counted when this CPU has not ticked since the probe began);
-/// false when no probe was pending (an unexpected NMI).
+/// The heartbeat's confirmation (module docs), run by the watcher while
+/// `cpu` (block `p`) has not ticked for the limit: sends probe NMIs (one
+/// at once, then one per [`PROBE_CONFIRM_NS`]) and returns the verdict's
+/// words when `cpu` is stuck or unresponsive.
+fn heartbeat_verdict(cpu: usize, p: &percpu::PerCpu, now: u64) -> Option<String> {
+    let ticks = p.ticks.load(Ordering::Relaxed);
+    if PROBE_TICKS[cpu].load(Ordering::Acquire) != ticks {
+        // A new suspicion (or it ticked since the last one).
+        PROBE_ANSWERS[cpu].store(0, Ordering::Relaxed);
+        PROBE_BEGAN_NS[cpu].store(now, Ordering::Relaxed);
+        PROBE_TICKS[cpu].store(ticks, Ordering::Release);
+        send_probe(cpu, p, now);
+        return None;
+    }
+    let answers = PROBE_ANSWERS[cpu].load(Ordering::Acquire);
+    let (first, last) = (
+        PROBE_FIRST_NS[cpu].load(Ordering::Relaxed),
+        PROBE_LAST_NS[cpu].load(Ordering::Relaxed),
+    );
+    let tick_ns = crate::task::sched::core().shared.cfg.tunables.tick_ns;
+    let settle = PROBE_SETTLE_NS.max(2 * tick_ns);
+    if answers >= 2 && last.saturating_sub(first) >= PROBE_CONFIRM_NS {
+        // It ran at two moments a second apart without ticking. Not stuck
+        // yet if another suspect answers nothing: a CPU the host is not
+        // running may hold the lock this one spins on (lock-holder
+        // preemption); that suspect's own verdict comes first.
+        let waits_on_unrun = percpu::online().any(|q| {
+            let c = q.cpu as usize;
+            c != cpu
+                && PROBE_TICKS[c].load(Ordering::Relaxed) != NO_PROBE
+                && PROBE_ANSWERS[c].load(Ordering::Relaxed) == 0
+        });
+        if now.saturating_sub(last) > settle && !waits_on_unrun {
+            let on = PROBE_ANSWER_IF[cpu].load(Ordering::Relaxed);
+            return Some(alloc::format!(
+                "it answered {answers} probe NMIs over {} ms without a tick, interrupts {}",
+                (last - first) / 1_000_000,
+                if on { "on" } else { "off" }
+            ));
+        }
+    }
+    let began = PROBE_BEGAN_NS[cpu].load(Ordering::Relaxed);
+    if answers == 0 && now.saturating_sub(began) > UNANSWERED_LIMITS * heartbeat_timeout_ns() {
+        return Some(alloc::format!(
+            "it answered no probe NMI in {} ms: the host is not running it, or its NMIs are blocked",
+            (now - began) / 1_000_000
+        ));
+    }
+    if now.saturating_sub(PROBE_SENT_NS[cpu].load(Ordering::Relaxed)) >= PROBE_CONFIRM_NS {
+        send_probe(cpu, p, now);
+    }
+    None
+}
+
+/// NMI handler when the watchdog has not fired, or on the CPU writing its
+/// report: true when the NMI was a heartbeat probe (answered, and counted
+/// when this CPU has not ticked since its suspicion began); false for an
+/// unexpected NMI.
 pub fn nmi_probe(frame: &crate::arch::trap::TrapFrame) -> bool {
     let me = percpu::cpu_index() as usize;
-    let began = PROBE_TICKS[me].load(Ordering::Acquire);
-    if began == NO_PROBE {
+    let taken = PROBE_PENDING[me]
+        .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
+        .is_ok();
+    if !taken {
         return false;
     }
-    if percpu::current().ticks.load(Ordering::Relaxed) == began {
+    let began = PROBE_TICKS[me].load(Ordering::Acquire);
+    if began != NO_PROBE && percpu::current().ticks.load(Ordering::Relaxed) == began {
+        let now = time::now_ns();
         PROBE_ANSWER_IF[me].store(frame.rflags & (1 << 9) != 0, Ordering::Relaxed);
-        PROBE_ANSWER_NS[me].store(time::now_ns(), Ordering::Relaxed);
-        PROBES_ANSWERED[me].fetch_add(1, Ordering::Release);
+        if PROBE_ANSWERS[me].load(Ordering::Relaxed) == 0 {
+            PROBE_FIRST_NS[me].store(now, Ordering::Relaxed);
+        }
+        PROBE_LAST_NS[me].store(now, Ordering::Relaxed);
+        PROBE_ANSWERS[me].fetch_add(1, Ordering::Release);
     }
     true
+}
+
+/// Whether this CPU is writing the watchdog report (its NMIs are late
+/// probes: it must not park).
+pub fn is_reporter() -> bool {
+    REPORTER.load(Ordering::Acquire) == percpu::cpu_index() as u64
 }
 
 /// The progress check on CPU `me` at a tick (see the module docs).
@@ -326,6 +378,7 @@ fn fire(reason: &str, stuck_cpu: Option<usize>) {
         return;
     }
     let me = percpu::cpu_index();
+    REPORTER.store(me as u64, Ordering::Release);
     // The stuck CPU first and at once: where it is now, not after the
     // report's delay (by then a CPU that was only starved has moved on).
     let early = stuck_cpu

@@ -29,9 +29,14 @@ pub fn write_results(path: &Path, records: &[Value]) -> Result<()> {
         }
         Err(e) => {
             let rescue = rescue_path();
-            match write_lines(&rescue, records) {
+            let partial = if path.is_file() {
+                format!(" ({} is incomplete)", path.display())
+            } else {
+                String::new()
+            };
+            match write_lines_new(&rescue, records) {
                 Ok(()) => Err(anyhow::anyhow!(
-                    "--results: {e:#}; the run's {} records were written to {} instead",
+                    "--results: {e:#}{partial}; the run's {} records were written to {} instead",
                     records.len(),
                     rescue.display()
                 )),
@@ -45,6 +50,21 @@ pub fn write_results(path: &Path, records: &[Value]) -> Result<()> {
 
 fn write_lines(path: &Path, records: &[Value]) -> Result<()> {
     let f = std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
+    write_to(f, path, records)
+}
+
+/// Like [`write_lines`] into a file that must not exist yet (the rescue
+/// file in a shared temporary folder: never through someone's symlink).
+fn write_lines_new(path: &Path, records: &[Value]) -> Result<()> {
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .with_context(|| format!("creating {}", path.display()))?;
+    write_to(f, path, records)
+}
+
+fn write_to(f: std::fs::File, path: &Path, records: &[Value]) -> Result<()> {
     let mut w = std::io::BufWriter::new(f);
     for r in records {
         writeln!(w, "{r}").with_context(|| format!("writing {}", path.display()))?;
@@ -57,7 +77,7 @@ fn write_lines(path: &Path, records: &[Value]) -> Result<()> {
     f.sync_all()
         .or_else(|e| match e.raw_os_error() {
             // Character devices and pipes cannot be synced; their writes are done.
-            Some(libc::EINVAL) | Some(libc::ENOTSUP) => Ok(()),
+            Some(libc::EINVAL) | Some(libc::ENOTSUP) | Some(libc::ENOSYS) => Ok(()),
             _ => Err(e),
         })
         .with_context(|| format!("writing {}", path.display()))

@@ -16,7 +16,7 @@
 //!   2-vCPU hackbench (g4 l500, release kernel) vCPU 1 took about 30 of the
 //!   ~1,430 ticks its 5.7 s of virtual time should give, made 15,412 context
 //!   switches to vCPU 0's 593,515, and one task waited 4.58 s on a runqueue;
-//!   a debug kernel ends in WATCHDOG ("CPU 1 has not ticked"). QEMU 10.0.2
+//!   a debug kernel ended in WATCHDOG ("CPU 1 has not ticked"). QEMU 10.0.2
 //!   ran the same kernel and arguments with 2,422 of 2,425 ticks, 274,937 /
 //!   280,837 switches and a 0.44 s longest wait. The guest is not at fault
 //!   (its LAPIC timer is periodic and armed), so xtask warns before such a
@@ -130,7 +130,8 @@ pub fn check(
 
 /// The first QEMU version measured to deliver a halted vCPU's timer
 /// interrupts on time under `-icount` with several vCPUs (7.2 does not;
-/// 10.0.2 does; versions between were not measured).
+/// 10.0.2 does; versions between were not measured, so they are warned
+/// about too: "may").
 pub const ICOUNT_SMP_TIMERS_SINCE: Version = Version {
     major: 10,
     minor: 0,
@@ -142,7 +143,7 @@ pub const ICOUNT_SMP_TIMERS_SINCE: Version = Version {
 pub fn icount_smp_warning(v: Version, icount: bool, cpus: u32) -> Option<String> {
     (icount && cpus > 1 && v < ICOUNT_SMP_TIMERS_SINCE).then(|| {
         format!(
-            "QEMU {v} under --icount with {cpus} vCPUs delivers a halted vCPU's timer \
+            "QEMU {v} under --icount with {cpus} vCPUs may deliver a halted vCPU's timer \
              interrupts late while another vCPU runs (measured on 7.2: one of 2 vCPUs took \
              ~30 of its ~1,430 ticks in a 5.7 s hackbench, and a debug kernel ended in \
              WATCHDOG), so balancing and idle decisions describe the emulator; QEMU \

@@ -169,13 +169,6 @@ pub fn send_init(apic_id: u32) {
     send_icr(apic_id, 0x0000_4500);
 }
 
-/// INIT IPI (assert) to every CPU but this one (destination shorthand
-/// "all excluding self"): each stops whatever the firmware left it running
-/// and waits for a start-up IPI.
-pub fn send_init_all_but_self() {
-    send_icr(0, 0x000C_4500);
-}
-
 /// Start-up IPI: the AP begins in real mode at `page << 12`.
 pub fn send_startup(apic_id: u32, page: u8) {
     send_icr(apic_id, 0x0000_4600 | page as u32);

@@ -23,8 +23,10 @@ pub fn start_this_cpu() {
 /// Timer interrupt handler (interrupt context).
 pub fn handle_tick() {
     let me = percpu::current();
-    me.ticks.fetch_add(1, Ordering::Relaxed);
+    // The time first: a watcher that reads a stale time and then the count
+    // must not see the new count with the old time.
     me.last_tick_ns.store(time::now_ns(), Ordering::Relaxed);
+    me.ticks.fetch_add(1, Ordering::Release);
     if let Some(setup) = SETUP.get() {
         apic::timer_rearm(setup);
     }
