@@ -18,8 +18,7 @@
 //! the kernel makes: `wake_up_new_task`, `try_to_wake_up`, `schedule`,
 //! `block`, `exit`, `tick`.
 
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Waker};
 
@@ -30,6 +29,7 @@ use crate::cache::{self, DataHome, Geometry};
 use crate::env::SimEnv;
 use crate::mm::{CpuMm, MmStats};
 use crate::profile::Profile;
+use crate::queue::EventQueue;
 use crate::trace::{Kind, Trace};
 use crate::world::{Reply, Sys, TaskFuture, World};
 
@@ -95,8 +95,7 @@ pub struct Engine {
     pub(crate) world: Arc<Mutex<World>>,
     pub(crate) env: SimEnv,
     pub(crate) now: u64,
-    events: BinaryHeap<Reverse<(u64, u64, Ev)>>,
-    seq: u64,
+    events: EventQueue,
     pub(crate) cpus: Vec<Cpu>,
     pub(crate) tasks: Vec<Option<Task>>,
     pub(crate) next_serial: u64,
@@ -151,8 +150,7 @@ impl Engine {
             world,
             env,
             now: 0,
-            events: BinaryHeap::new(),
-            seq: 0,
+            events: EventQueue::default(),
             cpus: vec![
                 Cpu {
                     rate: 1000,
@@ -188,11 +186,10 @@ impl Engine {
     }
 
     pub(crate) fn push(&mut self, t: u64, e: Ev) {
-        self.seq += 1;
         if matches!(e, Ev::Timer(_) | Ev::Resched(_)) {
             self.pending_wakes += 1;
         }
-        self.events.push(Reverse((t, self.seq, e)));
+        self.events.push(t, e);
     }
 
     /// A modelled cost with the seed's jitter, rounded to ns.
@@ -241,13 +238,9 @@ impl Engine {
 
     /// Processes the next event; false when none is left or `t_end` is reached.
     pub(crate) fn step(&mut self, t_end: u64) -> bool {
-        let Some(Reverse((t, _, e))) = self.events.pop() else {
+        let Some((t, e)) = self.events.pop_until(t_end) else {
             return false;
         };
-        if t > t_end {
-            self.events.push(Reverse((t, 0, e)));
-            return false;
-        }
         self.now = t;
         self.events_done += 1;
         match e {

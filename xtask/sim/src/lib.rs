@@ -16,6 +16,7 @@ mod env;
 mod mm;
 mod ops;
 pub mod profile;
+mod queue;
 mod trace;
 mod world;
 
