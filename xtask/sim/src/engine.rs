@@ -19,7 +19,7 @@
 //! `block`, `exit`, `tick`.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::task::{Context, Waker};
 
 use sched::{DynPolicy, Scheduler, TaskId, TaskState};
@@ -31,7 +31,7 @@ use crate::mm::{CpuMm, MmStats};
 use crate::profile::Profile;
 use crate::queue::EventQueue;
 use crate::trace::{Kind, Trace};
-use crate::world::{Reply, Sys, TaskFuture, World};
+use crate::world::{Reply, Shared, Sys, TaskFuture, World};
 
 /// An event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -92,7 +92,7 @@ pub struct Engine {
     pub(crate) sched: Arc<Scheduler<DynPolicy>>,
     pub(crate) prof: Profile,
     pub(crate) slit: Vec<Vec<u32>>,
-    pub(crate) world: Arc<Mutex<World>>,
+    pub(crate) world: Arc<Shared>,
     pub(crate) env: SimEnv,
     pub(crate) now: u64,
     events: EventQueue,
@@ -129,7 +129,7 @@ impl Engine {
     ) -> Engine {
         let n = sched.shared.nr_cpus();
         let sched = Arc::new(sched);
-        let world = Arc::new(Mutex::new(World {
+        let world = Arc::new(Shared::new(World {
             counters: (0..n)
                 .map(|cpu| workloads::CpuCounters {
                     cpu: cpu as u32,
@@ -204,7 +204,7 @@ impl Engine {
         } else {
             1.0
         };
-        (ns * f).round() as u64
+        crate::round::round_u64(ns * f)
     }
 
     pub(crate) fn task(&mut self, p: TaskId) -> &mut Task {
@@ -422,7 +422,7 @@ impl Engine {
         }
         let next = sw.next;
         if prev != next {
-            self.world.lock().expect("world").counters[cpu].switches += 1;
+            self.world.lock().counters[cpu].switches += 1;
             if self.trace.is_some() {
                 let (a, b) = (self.tid(next), self.cpus[cpu].curr_tid);
                 self.trace(cpu, Kind::Switch, a, b, 0);
@@ -443,7 +443,7 @@ impl Engine {
                     moved
                 };
                 if moved {
-                    self.world.lock().expect("world").counters[cpu].migrations_in += 1;
+                    self.world.lock().counters[cpu].migrations_in += 1;
                 }
                 let (ws, home, mm) = {
                     let t = self.task(n);
@@ -553,7 +553,7 @@ impl Engine {
         let mut fut = self.task(p).fut.take().expect("task polled without a body");
         let reply = self.task(p).reply.take();
         {
-            let mut w = self.world.lock().expect("world");
+            let mut w = self.world.lock();
             w.now = self.now;
             w.cpu = cpu;
             w.reply = reply;
@@ -567,15 +567,20 @@ impl Engine {
             return false;
         }
         self.task(p).fut = Some(fut);
-        let sys = self
-            .world
-            .lock()
-            .expect("world")
-            .slot
-            .take()
-            .expect("a simulated task waited on something other than its environment");
+        let (sys, datagram) = {
+            let mut w = self.world.lock();
+            let sys = w
+                .slot
+                .take()
+                .expect("a simulated task waited on something other than its environment");
+            let datagram = match sys {
+                Sys::Send { ch, .. } | Sys::Recv { ch, .. } => w.channels[ch].datagram,
+                _ => false,
+            };
+            (sys, datagram)
+        };
         self.drain_closed(cpu);
-        let ns = self.request_cost(&sys, p);
+        let ns = self.request_cost(&sys, p, datagram);
         let c = self.cost(ns);
         let t = self.task(p);
         t.left = c;
@@ -600,10 +605,9 @@ impl Engine {
 
     /// Wakes everyone blocked on channels whose last writer or reader went away.
     fn drain_closed(&mut self, cpu: usize) {
-        let closed = std::mem::take(&mut self.world.lock().expect("world").closed);
-        for ch in closed {
+        for ch in self.world.take_closed() {
             let waiters: Vec<TaskId> = {
-                let mut w = self.world.lock().expect("world");
+                let mut w = self.world.lock();
                 let c = &mut w.channels[ch];
                 c.read_waiters
                     .drain(..)

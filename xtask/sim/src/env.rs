@@ -7,48 +7,47 @@
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, MutexGuard};
 use std::task::{Context, Poll};
 
 use sched::{DynPolicy, Scheduler};
 use workloads::{Closed, Env, Snapshot, Spawn};
 
-use crate::world::{Barrier, Channel, Reply, Semaphore, Sys, World};
+use crate::world::{Barrier, Channel, Reply, Semaphore, Shared, Sys, World};
 
 /// Handle of the simulated machine, given to every simulated task.
 #[derive(Clone)]
 pub struct SimEnv {
-    pub(crate) world: Arc<Mutex<World>>,
+    pub(crate) world: Arc<Shared>,
     pub(crate) sched: Arc<Scheduler<DynPolicy>>,
 }
 
 impl SimEnv {
     pub(crate) fn lock(&self) -> MutexGuard<'_, World> {
-        // A panic while the world is locked aborts the process (panic =
-        // abort), so the lock is never poisoned in a live run.
-        self.world.lock().expect("simulator world lock poisoned")
+        self.world.lock()
     }
 
-    fn call(&self, sys: Sys) -> SysCall {
+    fn call(&self, sys: Sys) -> SysCall<'_> {
         SysCall {
-            world: self.world.clone(),
+            world: &self.world,
             req: Some(sys),
         }
     }
 }
 
 /// A request in flight: the first poll posts it, the engine's reply
-/// completes it.
-pub struct SysCall {
-    world: Arc<Mutex<World>>,
+/// completes it. It borrows the environment's handle (no reference count
+/// to touch per call).
+pub struct SysCall<'a> {
+    world: &'a Shared,
     req: Option<Sys>,
 }
 
-impl Future for SysCall {
+impl Future for SysCall<'_> {
     type Output = Reply;
     fn poll(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Reply> {
         let req = self.req.take();
-        let mut w = self.world.lock().expect("simulator world lock poisoned");
+        let mut w = self.world.lock();
         match req {
             Some(r) => {
                 w.slot = Some(r);
@@ -62,16 +61,16 @@ impl Future for SysCall {
 /// Write end of a simulated channel.
 pub struct Tx {
     ch: usize,
-    world: Arc<Mutex<World>>,
+    world: Arc<Shared>,
 }
 
 impl Drop for Tx {
     fn drop(&mut self) {
-        let mut w = self.world.lock().expect("simulator world lock poisoned");
+        let mut w = self.world.lock();
         let c = &mut w.channels[self.ch];
         c.writers -= 1;
         if c.writers == 0 {
-            w.closed.push(self.ch);
+            self.world.note_closed(&mut w, self.ch);
         }
     }
 }
@@ -79,14 +78,14 @@ impl Drop for Tx {
 /// Read end of a simulated channel.
 pub struct Rx {
     ch: usize,
-    world: Arc<Mutex<World>>,
+    world: Arc<Shared>,
 }
 
 impl Drop for Rx {
     fn drop(&mut self) {
-        let mut w = self.world.lock().expect("simulator world lock poisoned");
+        let mut w = self.world.lock();
         w.channels[self.ch].reader_open = false;
-        w.closed.push(self.ch);
+        self.world.note_closed(&mut w, self.ch);
     }
 }
 
@@ -143,7 +142,7 @@ impl Env for SimEnv {
     where
         F: Future<Output = ()> + Send + 'static,
     {
-        match self.call(Sys::Spawn(how, Box::pin(f))).await {
+        match self.call(Sys::Spawn(Box::new((how, Box::pin(f))))).await {
             Reply::Task(t) => t,
             r => unreachable!("spawn answered {r:?}"),
         }

@@ -17,6 +17,7 @@ mod mm;
 mod ops;
 pub mod profile;
 mod queue;
+mod round;
 mod trace;
 mod world;
 
@@ -208,7 +209,7 @@ pub fn run(cfg: &Config) -> Result<Outcome, String> {
         }
     }
     {
-        let mut w = e.world.lock().expect("world");
+        let mut w = e.world.lock();
         out.records.append(&mut w.records);
         out.console.append(&mut w.console);
     }

@@ -28,14 +28,15 @@ pub(crate) enum Next {
 }
 
 impl Engine {
-    /// Entry cost (ns, before jitter) of a request.
-    pub(crate) fn request_cost(&mut self, sys: &Sys, p: TaskId) -> f64 {
+    /// Entry cost (ns, before jitter) of a request; `datagram`: its channel
+    /// (send, recv) is a datagram socket.
+    pub(crate) fn request_cost(&mut self, sys: &Sys, p: TaskId, datagram: bool) -> f64 {
         let k = &self.prof.kernel;
         match *sys {
             Sys::Spawn(..) => k.fork_ns,
             Sys::Join(_) | Sys::BarrierWait(_) | Sys::Down(_) | Sys::Up(_) => k.futex_ns,
-            Sys::Send { ch, left, copy } => {
-                let entry = if self.world.lock().expect("world").channels[ch].datagram {
+            Sys::Send { left, copy, .. } => {
+                let entry = if datagram {
                     k.datagram_syscall_ns
                 } else {
                     k.syscall_ns
@@ -48,8 +49,8 @@ impl Engine {
                         0.0
                     }
             }
-            Sys::Recv { ch, .. } => {
-                if self.world.lock().expect("world").channels[ch].datagram {
+            Sys::Recv { .. } => {
+                if datagram {
                     k.datagram_syscall_ns
                 } else {
                     k.syscall_ns
@@ -91,7 +92,8 @@ impl Engine {
     pub(crate) fn effect(&mut self, sys: Sys, p: TaskId, cpu: usize) -> Next {
         let now = self.now;
         match sys {
-            Sys::Spawn(how, fut) => {
+            Sys::Spawn(spawn) => {
+                let (how, fut) = *spawn;
                 // As the kernel's `task::spawn`: reserve an id, then
                 // `start_task` from the parent's CPU, placed by fork
                 // balancing or bound to the pinned CPU.
@@ -140,7 +142,7 @@ impl Engine {
             }
             Sys::Send { ch, left, copy } => {
                 let (sent, woken) = {
-                    let mut w = self.world.lock().expect("world");
+                    let mut w = self.world.lock();
                     let c = &mut w.channels[ch];
                     if !c.reader_open {
                         return Next::Reply(Reply::Sent(false));
@@ -197,9 +199,7 @@ impl Engine {
                         }),
                     );
                 }
-                self.world.lock().expect("world").channels[ch]
-                    .write_waiters
-                    .push_back(p);
+                self.world.lock().channels[ch].write_waiters.push_back(p);
                 // Woken, the writer goes on inside the same call.
                 self.block(
                     p,
@@ -214,7 +214,7 @@ impl Engine {
             }
             Sys::Recv { ch, max } => {
                 let (got, eof, from, woken) = {
-                    let mut w = self.world.lock().expect("world");
+                    let mut w = self.world.lock();
                     let c = &mut w.channels[ch];
                     if c.len > 0 {
                         let n = c.len.min(max);
@@ -246,7 +246,7 @@ impl Engine {
             }
             Sys::BarrierWait(b) => {
                 let released = {
-                    let mut w = self.world.lock().expect("world");
+                    let mut w = self.world.lock();
                     let bar = &mut w.barriers[b];
                     bar.arrived += 1;
                     if bar.arrived == bar.parties {
@@ -270,7 +270,7 @@ impl Engine {
             }
             Sys::Down(s) => {
                 let got = {
-                    let mut w = self.world.lock().expect("world");
+                    let mut w = self.world.lock();
                     let sem = &mut w.sems[s];
                     if sem.permits > 0 {
                         sem.permits -= 1;
@@ -288,7 +288,7 @@ impl Engine {
             }
             Sys::Up(s) => {
                 let q = {
-                    let mut w = self.world.lock().expect("world");
+                    let mut w = self.world.lock();
                     let sem = &mut w.sems[s];
                     sem.permits += 1;
                     sem.waiters.pop_front()

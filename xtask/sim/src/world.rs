@@ -4,11 +4,16 @@
 //!
 //! One host thread runs everything, so the lock around [`World`] is never
 //! contended; it exists because the workload's environment handle must be
-//! `Send + Sync` like the kernel's.
+//! `Send + Sync` like the kernel's. Even uncontended, a lock costs two
+//! atomic instructions, so the engine takes it as few times per request as
+//! it can, and [`Shared::closed`] says without the lock whether a channel
+//! closed (the engine checks after every call).
 
 use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard};
 
 use sched::TaskId;
 use workloads::Spawn;
@@ -18,8 +23,9 @@ pub type TaskFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
 
 /// A request from the running task to the simulated kernel.
 pub enum Sys {
-    /// Create a thread.
-    Spawn(Spawn, TaskFuture),
+    /// Create a thread (boxed: the other requests are a few words, and a
+    /// request is moved several times on its way to the engine).
+    Spawn(Box<(Spawn, TaskFuture)>),
     /// Wait for a thread's exit (its simulator serial number).
     Join(u64),
     /// Write `bytes` to channel `ch` (`left` still to write); `copy` =
@@ -128,4 +134,48 @@ pub struct World {
     pub counters: Vec<workloads::CpuCounters>,
     /// Progress notes from the workload (the watchdog's heartbeat).
     pub progress: u64,
+}
+
+/// The world and the flag that says a channel closed, shared by the
+/// engine and every simulated task's environment.
+#[derive(Default)]
+pub struct Shared {
+    world: Mutex<World>,
+    /// Set (under the lock) when [`World::closed`] gets an entry; cleared
+    /// when the engine takes the list.
+    closed: AtomicBool,
+}
+
+impl Shared {
+    /// Shares `world`.
+    pub fn new(world: World) -> Shared {
+        Shared {
+            world: Mutex::new(world),
+            closed: AtomicBool::new(false),
+        }
+    }
+
+    /// The world, locked.
+    pub fn lock(&self) -> MutexGuard<'_, World> {
+        // A panic while the world is locked aborts the process (panic =
+        // abort), so the lock is never poisoned in a live run.
+        self.world.lock().expect("simulator world lock poisoned")
+    }
+
+    /// Notes, with the world locked as `w`, that channel `ch` closed.
+    pub fn note_closed(&self, w: &mut World, ch: usize) {
+        w.closed.push(ch);
+        self.closed.store(true, Ordering::Relaxed);
+    }
+
+    /// The channels that closed since the last call (usually none: then
+    /// without taking the lock).
+    pub fn take_closed(&self) -> Vec<usize> {
+        if !self.closed.load(Ordering::Relaxed) {
+            return Vec::new();
+        }
+        let mut w = self.lock();
+        self.closed.store(false, Ordering::Relaxed);
+        std::mem::take(&mut w.closed)
+    }
 }
