@@ -552,13 +552,7 @@ impl Engine {
     fn poll(&mut self, p: TaskId, cpu: usize) -> bool {
         let mut fut = self.task(p).fut.take().expect("task polled without a body");
         let reply = self.task(p).reply.take();
-        {
-            let mut w = self.world.lock();
-            w.now = self.now;
-            w.cpu = cpu;
-            w.reply = reply;
-            w.slot = None;
-        }
+        self.world.mailbox.start_poll(self.now, cpu, reply);
         let mut cx = Context::from_waker(Waker::noop());
         let done = fut.as_mut().poll(&mut cx).is_ready();
         if done {
@@ -567,20 +561,13 @@ impl Engine {
             return false;
         }
         self.task(p).fut = Some(fut);
-        let (sys, datagram) = {
-            let mut w = self.world.lock();
-            let sys = w
-                .slot
-                .take()
-                .expect("a simulated task waited on something other than its environment");
-            let datagram = match sys {
-                Sys::Send { ch, .. } | Sys::Recv { ch, .. } => w.channels[ch].datagram,
-                _ => false,
-            };
-            (sys, datagram)
-        };
+        let sys = self
+            .world
+            .mailbox
+            .take_request()
+            .expect("a simulated task waited on something other than its environment");
         self.drain_closed(cpu);
-        let ns = self.request_cost(&sys, p, datagram);
+        let ns = self.request_cost(&sys, p);
         let c = self.cost(ns);
         let t = self.task(p);
         t.left = c;

@@ -46,14 +46,13 @@ pub struct SysCall<'a> {
 impl Future for SysCall<'_> {
     type Output = Reply;
     fn poll(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Reply> {
-        let req = self.req.take();
-        let mut w = self.world.lock();
-        match req {
+        let m = &self.world.mailbox;
+        match self.req.take() {
             Some(r) => {
-                w.slot = Some(r);
+                m.post(r);
                 Poll::Pending
             }
-            None => Poll::Ready(w.reply.take().expect("resumed without a reply")),
+            None => Poll::Ready(m.take_reply().expect("resumed without a reply")),
         }
     }
 }
@@ -61,6 +60,7 @@ impl Future for SysCall<'_> {
 /// Write end of a simulated channel.
 pub struct Tx {
     ch: usize,
+    datagram: bool,
     world: Arc<Shared>,
 }
 
@@ -78,6 +78,7 @@ impl Drop for Tx {
 /// Read end of a simulated channel.
 pub struct Rx {
     ch: usize,
+    datagram: bool,
     world: Arc<Shared>,
 }
 
@@ -106,17 +107,17 @@ impl Env for SimEnv {
     }
 
     fn now_ns(&self) -> u64 {
-        self.lock().now
+        self.world.mailbox.now()
     }
 
     fn this_cpu(&self) -> usize {
-        self.lock().cpu
+        self.world.mailbox.cpu()
     }
 
     fn snapshot(&self) -> Snapshot {
         let w = self.lock();
         Snapshot {
-            now_ns: w.now,
+            now_ns: self.world.mailbox.now(),
             stats: self.sched.stats(),
             cpus: w.counters.clone(),
         }
@@ -165,10 +166,12 @@ impl Env for SimEnv {
         (
             Tx {
                 ch,
+                datagram: false,
                 world: self.world.clone(),
             },
             Rx {
                 ch,
+                datagram: false,
                 world: self.world.clone(),
             },
         )
@@ -180,6 +183,7 @@ impl Env for SimEnv {
                 ch: tx.ch,
                 left: bytes,
                 copy: true,
+                datagram: tx.datagram,
             })
             .await
         {
@@ -194,6 +198,7 @@ impl Env for SimEnv {
                 ch: tx.ch,
                 left: bytes,
                 copy: false,
+                datagram: tx.datagram,
             })
             .await
         {
@@ -203,8 +208,10 @@ impl Env for SimEnv {
     }
 
     fn datagram_channel(&self, capacity: usize) -> (Tx, Rx) {
-        let (tx, rx) = self.channel(capacity);
+        let (mut tx, mut rx) = self.channel(capacity);
         self.lock().channels[tx.ch].datagram = true;
+        tx.datagram = true;
+        rx.datagram = true;
         (tx, rx)
     }
 
@@ -213,7 +220,14 @@ impl Env for SimEnv {
     }
 
     async fn recv(&self, rx: &mut Rx, max: usize) -> usize {
-        match self.call(Sys::Recv { ch: rx.ch, max }).await {
+        match self
+            .call(Sys::Recv {
+                ch: rx.ch,
+                max,
+                datagram: rx.datagram,
+            })
+            .await
+        {
             Reply::Bytes(n) => n,
             r => unreachable!("recv answered {r:?}"),
         }

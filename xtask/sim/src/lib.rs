@@ -13,6 +13,7 @@ mod cache;
 mod checks;
 mod engine;
 mod env;
+mod mailbox;
 mod mm;
 mod ops;
 pub mod profile;

@@ -28,14 +28,18 @@ pub(crate) enum Next {
 }
 
 impl Engine {
-    /// Entry cost (ns, before jitter) of a request; `datagram`: its channel
-    /// (send, recv) is a datagram socket.
-    pub(crate) fn request_cost(&mut self, sys: &Sys, p: TaskId, datagram: bool) -> f64 {
+    /// Entry cost (ns, before jitter) of a request.
+    pub(crate) fn request_cost(&mut self, sys: &Sys, p: TaskId) -> f64 {
         let k = &self.prof.kernel;
         match *sys {
             Sys::Spawn(..) => k.fork_ns,
             Sys::Join(_) | Sys::BarrierWait(_) | Sys::Down(_) | Sys::Up(_) => k.futex_ns,
-            Sys::Send { left, copy, .. } => {
+            Sys::Send {
+                left,
+                copy,
+                datagram,
+                ..
+            } => {
                 let entry = if datagram {
                     k.datagram_syscall_ns
                 } else {
@@ -49,7 +53,7 @@ impl Engine {
                         0.0
                     }
             }
-            Sys::Recv { .. } => {
+            Sys::Recv { datagram, .. } => {
                 if datagram {
                     k.datagram_syscall_ns
                 } else {
@@ -140,7 +144,12 @@ impl Engine {
                 self.joiners.entry(serial).or_default().push(p);
                 self.block(p, 0.0, After::Reply(Reply::Unit), "join")
             }
-            Sys::Send { ch, left, copy } => {
+            Sys::Send {
+                ch,
+                left,
+                copy,
+                datagram,
+            } => {
                 let (sent, woken) = {
                     let mut w = self.world.lock();
                     let c = &mut w.channels[ch];
@@ -196,6 +205,7 @@ impl Engine {
                             ch,
                             left: rest,
                             copy,
+                            datagram,
                         }),
                     );
                 }
@@ -208,11 +218,12 @@ impl Engine {
                         ch,
                         left: rest,
                         copy,
+                        datagram,
                     }),
                     "send",
                 )
             }
-            Sys::Recv { ch, max } => {
+            Sys::Recv { ch, max, datagram } => {
                 let (got, eof, from, woken) = {
                     let mut w = self.world.lock();
                     let c = &mut w.channels[ch];
@@ -233,7 +244,7 @@ impl Engine {
                         return Next::Reply(Reply::Bytes(0));
                     }
                     // Woken, the reader goes on inside the same call.
-                    return self.block(p, 0.0, After::Do(Sys::Recv { ch, max }), "recv");
+                    return self.block(p, 0.0, After::Do(Sys::Recv { ch, max, datagram }), "recv");
                 }
                 if let Some(q) = woken {
                     self.wake(q, cpu, true);

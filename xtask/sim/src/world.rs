@@ -1,6 +1,7 @@
 //! The state simulated tasks share with the engine: the objects a workload
-//! creates (channels, barriers, semaphores), the one outstanding request of
-//! the task being polled (its "system call") and the reply to it.
+//! creates (channels, barriers, semaphores), and the mailbox holding the
+//! one outstanding request of the task being polled (its "system call")
+//! and the reply to it ([`crate::mailbox`]).
 //!
 //! One host thread runs everything, so the lock around [`World`] is never
 //! contended; it exists because the workload's environment handle must be
@@ -18,6 +19,8 @@ use std::sync::{Mutex, MutexGuard};
 use sched::TaskId;
 use workloads::Spawn;
 
+use crate::mailbox::Mailbox;
+
 /// A simulated task's body.
 pub type TaskFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
 
@@ -30,10 +33,21 @@ pub enum Sys {
     Join(u64),
     /// Write `bytes` to channel `ch` (`left` still to write); `copy` =
     /// false for `sendfile()` (the writer copies nothing, and the data's
-    /// lines are not hot in the writer's cache).
-    Send { ch: usize, left: usize, copy: bool },
-    /// Read up to `max` bytes from channel `ch`.
-    Recv { ch: usize, max: usize },
+    /// lines are not hot in the writer's cache); `datagram`: the channel
+    /// is a datagram socket (known to the handle, so costing the call
+    /// needs no lock).
+    Send {
+        ch: usize,
+        left: usize,
+        copy: bool,
+        datagram: bool,
+    },
+    /// Read up to `max` bytes from channel `ch` (`datagram` as for `Send`).
+    Recv {
+        ch: usize,
+        max: usize,
+        datagram: bool,
+    },
     /// Arrive at a barrier.
     BarrierWait(usize),
     /// Take a semaphore permit.
@@ -106,17 +120,10 @@ pub struct Semaphore {
     pub waiters: VecDeque<TaskId>,
 }
 
-/// Objects and the request slot.
+/// The objects simulated tasks share (the request and reply of the task
+/// being polled are in [`Mailbox`]).
 #[derive(Default)]
 pub struct World {
-    /// Simulated time of the poll in progress.
-    pub now: u64,
-    /// CPU of the task being polled.
-    pub cpu: usize,
-    /// The outstanding request of the task being polled.
-    pub slot: Option<Sys>,
-    /// The reply the task being polled receives.
-    pub reply: Option<Reply>,
     /// Channels.
     pub channels: Vec<Channel>,
     /// Barriers.
@@ -141,6 +148,8 @@ pub struct World {
 #[derive(Default)]
 pub struct Shared {
     world: Mutex<World>,
+    /// The clock, CPU, request and reply of the task being polled.
+    pub mailbox: Mailbox,
     /// Set (under the lock) when [`World::closed`] gets an entry; cleared
     /// when the engine takes the list.
     closed: AtomicBool,
@@ -151,6 +160,7 @@ impl Shared {
     pub fn new(world: World) -> Shared {
         Shared {
             world: Mutex::new(world),
+            mailbox: Mailbox::default(),
             closed: AtomicBool::new(false),
         }
     }
