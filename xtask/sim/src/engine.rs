@@ -591,7 +591,15 @@ impl Engine {
     }
 
     /// Wakes everyone blocked on channels whose last writer or reader went away.
+    #[inline]
     fn drain_closed(&mut self, cpu: usize) {
+        if self.world.any_closed() {
+            self.wake_closed(cpu);
+        }
+    }
+
+    #[inline(never)]
+    fn wake_closed(&mut self, cpu: usize) {
         for ch in self.world.take_closed() {
             let waiters: Vec<TaskId> = {
                 let mut w = self.world.lock();

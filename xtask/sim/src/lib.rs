@@ -167,10 +167,14 @@ pub fn run(cfg: &Config) -> Result<Outcome, String> {
         e.trace = Some(t);
     }
     let result = std::sync::Arc::new(std::sync::Mutex::new(None));
-    let (env, res) = (e.env.clone(), result.clone());
+    // Set with the result: the loop below asks after every event, without
+    // taking the result's lock.
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (env, res, fin) = (e.env.clone(), result.clone(), done.clone());
     let main = async move {
         let r = workload.run(&env).await;
         *res.lock().expect("result") = Some(r);
+        fin.store(true, std::sync::atomic::Ordering::Relaxed);
     };
     let r = e.sched.wake_up_new_task(None, 0, 0, TaskPolicy::Normal, 0);
     let serial = e.add_task(r.task, Box::pin(main), Some(0));
@@ -181,8 +185,7 @@ pub fn run(cfg: &Config) -> Result<Outcome, String> {
     let mut next_check = 0u64;
     let mut failure: Option<String> = None;
     loop {
-        let finished = result.lock().expect("result").is_some();
-        if finished {
+        if done.load(std::sync::atomic::Ordering::Relaxed) {
             break;
         }
         if e.now >= next_check {

@@ -178,12 +178,15 @@ impl Shared {
         self.closed.store(true, Ordering::Relaxed);
     }
 
-    /// The channels that closed since the last call (usually none: then
-    /// without taking the lock).
+    /// Did a channel close since the last [`Shared::take_closed`]? (No
+    /// lock: the engine asks after every call.)
+    #[inline]
+    pub fn any_closed(&self) -> bool {
+        self.closed.load(Ordering::Relaxed)
+    }
+
+    /// The channels that closed since the last call.
     pub fn take_closed(&self) -> Vec<usize> {
-        if !self.closed.load(Ordering::Relaxed) {
-            return Vec::new();
-        }
         let mut w = self.lock();
         self.closed.store(false, Ordering::Relaxed);
         std::mem::take(&mut w.closed)
