@@ -8,10 +8,12 @@
 //! instructions per event). Nearly every event is due within microseconds
 //! (segment ends, IPIs), so this is a calendar queue:
 //! - a ring of [`SLOTS`] buckets of [`1 << WIDTH_SHIFT`](WIDTH_SHIFT) ns
-//!   covering the next ~262 µs; each bucket keeps its events sorted by key
-//!   (a new event almost always goes at its back: it has the largest
-//!   sequence number), and a bitmap of non-empty buckets finds the next
-//!   one with a few word scans;
+//!   covering the next ~65 µs; each bucket is a list of its events sorted
+//!   by key (a new event almost always goes at its tail: it has the
+//!   largest sequence number), and a bitmap of non-empty buckets finds
+//!   the next one with a few word scans; the lists' entries live in one
+//!   small pool, so the queue's memory is a few tens of KiB (a bucket per
+//!   allocation spread it over megabytes, one cache miss per event);
 //! - events beyond the ring's window (ticks, long sleeps) wait in a binary
 //!   heap; every pop takes the smaller of the ring's and the heap's first.
 //!
@@ -19,22 +21,38 @@
 //! the order is total and the same as the old heap's (tested against it).
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::BinaryHeap;
 
 use crate::engine::Ev;
 
 /// Bucket width: 16 ns.
 const WIDTH_SHIFT: u32 = 4;
-/// Buckets in the ring (a power of two): 16,384 × 16 ns ≈ 262 µs.
-const SLOTS: usize = 1 << 14;
+/// Buckets in the ring (a power of two): 4,096 × 16 ns ≈ 65 µs.
+const SLOTS: usize = 1 << 12;
 const WORDS: usize = SLOTS / 64;
+/// End of a bucket's list.
+const NIL: u32 = u32::MAX;
 
-/// One queued event and its key: `time << 64 | sequence`.
+/// One queued event, its key (`time << 64 | sequence`) and the next entry
+/// of its bucket (or of the free list).
 #[derive(Clone, Copy, Debug)]
 struct Entry {
     key: u128,
     ev: Ev,
+    next: u32,
 }
+
+/// A bucket: a list of entries sorted by key.
+#[derive(Clone, Copy, Debug)]
+struct Bucket {
+    head: u32,
+    tail: u32,
+}
+
+const EMPTY: Bucket = Bucket {
+    head: NIL,
+    tail: NIL,
+};
 
 /// Where the earliest event is.
 enum Min {
@@ -45,9 +63,15 @@ enum Min {
 /// Events by (time, posting order).
 #[derive(Debug)]
 pub(crate) struct EventQueue {
-    /// `ring[b % SLOTS]` holds the events of bucket `b` (time >> WIDTH_SHIFT),
-    /// sorted by key, for `base <= b < base + SLOTS`.
-    ring: Vec<VecDeque<Entry>>,
+    /// `ring[b % SLOTS]` lists the events of bucket `b` (time >> WIDTH_SHIFT)
+    /// in key order, for `base <= b < base + SLOTS`.
+    ring: Vec<Bucket>,
+    /// The ring's entries and free entries, in one small array (its size is
+    /// the most events ever queued in the window at once): the whole queue
+    /// stays in the first-level caches.
+    pool: Vec<Entry>,
+    /// First free entry of `pool`.
+    free: u32,
     /// Bit `s` set: `ring[s]` is not empty.
     full: [u64; WORDS],
     /// The bucket of the last event taken out (no event is earlier).
@@ -61,7 +85,9 @@ pub(crate) struct EventQueue {
 impl Default for EventQueue {
     fn default() -> Self {
         EventQueue {
-            ring: (0..SLOTS).map(|_| VecDeque::new()).collect(),
+            ring: vec![EMPTY; SLOTS],
+            pool: Vec::new(),
+            free: NIL,
             full: [0; WORDS],
             base: 0,
             far: BinaryHeap::new(),
@@ -81,19 +107,41 @@ impl EventQueue {
             return;
         }
         let s = (b as usize) & (SLOTS - 1);
-        let q = &mut self.ring[s];
-        // Sorted insert from the back: usually no step at all.
-        let mut i = q.len();
-        while i > 0 && q[i - 1].key > key {
-            i -= 1;
-        }
-        let e = Entry { key, ev };
-        if i == q.len() {
-            q.push_back(e);
+        let e = Entry { key, ev, next: NIL };
+        let i = match self.free {
+            NIL => {
+                self.pool.push(e);
+                (self.pool.len() - 1) as u32
+            }
+            f => {
+                self.free = self.pool[f as usize].next;
+                self.pool[f as usize] = e;
+                f
+            }
+        };
+        let bucket = self.ring[s];
+        if bucket.head == NIL {
+            self.ring[s] = Bucket { head: i, tail: i };
+            self.full[s / 64] |= 1 << (s % 64);
+        } else if self.pool[bucket.tail as usize].key < key {
+            // The usual case: the latest event of its bucket.
+            self.pool[bucket.tail as usize].next = i;
+            self.ring[s].tail = i;
+        } else if key < self.pool[bucket.head as usize].key {
+            self.pool[i as usize].next = bucket.head;
+            self.ring[s].head = i;
         } else {
-            q.insert(i, e);
+            let mut at = bucket.head;
+            loop {
+                let next = self.pool[at as usize].next;
+                if self.pool[next as usize].key > key {
+                    self.pool[i as usize].next = next;
+                    self.pool[at as usize].next = i;
+                    break;
+                }
+                at = next;
+            }
         }
-        self.full[s / 64] |= 1 << (s % 64);
     }
 
     /// Removes the earliest event if it is due at or before `t_end`.
@@ -101,14 +149,14 @@ impl EventQueue {
         let ring = self.first_slot();
         let (min, key) = match (ring, self.far.peek()) {
             (Some(s), Some(Reverse((k, _)))) => {
-                let rk = self.ring[s][0].key;
+                let rk = self.pool[self.ring[s].head as usize].key;
                 if rk < *k {
                     (Min::Ring(s), rk)
                 } else {
                     (Min::Far, *k)
                 }
             }
-            (Some(s), None) => (Min::Ring(s), self.ring[s][0].key),
+            (Some(s), None) => (Min::Ring(s), self.pool[self.ring[s].head as usize].key),
             (None, Some(Reverse((k, _)))) => (Min::Far, *k),
             (None, None) => return None,
         };
@@ -118,11 +166,15 @@ impl EventQueue {
         }
         let ev = match min {
             Min::Ring(s) => {
-                let q = &mut self.ring[s];
-                let e = q.pop_front().expect("non-empty bucket");
-                if q.is_empty() {
+                let i = self.ring[s].head;
+                let e = self.pool[i as usize];
+                self.ring[s].head = e.next;
+                if e.next == NIL {
+                    self.ring[s].tail = NIL;
                     self.full[s / 64] &= !(1 << (s % 64));
                 }
+                self.pool[i as usize].next = self.free;
+                self.free = i;
                 e.ev
             }
             Min::Far => self.far.pop().expect("far event").0.1,
