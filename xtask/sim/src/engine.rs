@@ -339,7 +339,14 @@ impl Engine {
         };
         let left = self.task(p).left;
         let rate = self.cpus[cpu].rate;
-        let end = self.now + (left * 1000).div_ceil(rate);
+        // Full speed (the common case) divides by a constant, which the
+        // compiler turns into a multiplication; same value either way.
+        let end = self.now
+            + if rate == 1000 {
+                (left * 1000).div_ceil(1000)
+            } else {
+                (left * 1000).div_ceil(rate)
+            };
         let generation = self.cpus[cpu].generation;
         self.push(end, Ev::SegEnd(cpu, generation));
     }
@@ -550,17 +557,18 @@ impl Engine {
     /// Polls `p` on `cpu`: true with its next request stored (`after` =
     /// `Do`, `left` = its cost), false when it exited (the CPU rescheduled).
     fn poll(&mut self, p: TaskId, cpu: usize) -> bool {
-        let mut fut = self.task(p).fut.take().expect("task polled without a body");
-        let reply = self.task(p).reply.take();
-        self.world.mailbox.start_poll(self.now, cpu, reply);
+        let (now, world) = (self.now, &self.world);
+        let t = self.tasks[p.0 as usize]
+            .as_mut()
+            .expect("simulator: unknown task");
+        world.mailbox.start_poll(now, cpu, t.reply.take());
+        let fut = t.fut.as_mut().expect("task polled without a body");
         let mut cx = Context::from_waker(Waker::noop());
-        let done = fut.as_mut().poll(&mut cx).is_ready();
-        if done {
-            drop(fut); // may close channels (drops outside the world lock)
+        if fut.as_mut().poll(&mut cx).is_ready() {
+            t.fut = None; // may close channels (drops outside the world lock)
             self.exit(p, cpu);
             return false;
         }
-        self.task(p).fut = Some(fut);
         let sys = self
             .world
             .mailbox

@@ -32,6 +32,8 @@ const SLOTS: usize = 1 << 12;
 const WORDS: usize = SLOTS / 64;
 /// End of a bucket's list.
 const NIL: u32 = u32::MAX;
+/// No key: above every real one (a time of 2^64 - 1 ns is never reached).
+const NO_KEY: u128 = u128::MAX;
 
 /// One queued event, its key (`time << 64 | sequence`) and the next entry
 /// of its bucket (or of the free list).
@@ -78,6 +80,8 @@ pub(crate) struct EventQueue {
     base: u64,
     /// Events outside the ring's window.
     far: BinaryHeap<Reverse<(u128, Ev)>>,
+    /// The key of `far`'s first event (`NO_KEY` when it is empty).
+    far_min: u128,
     /// The last sequence number handed out.
     seq: u64,
 }
@@ -91,6 +95,7 @@ impl Default for EventQueue {
             full: [0; WORDS],
             base: 0,
             far: BinaryHeap::new(),
+            far_min: NO_KEY,
             seq: 0,
         }
     }
@@ -104,6 +109,7 @@ impl EventQueue {
         let b = t >> WIDTH_SHIFT;
         if b < self.base || b - self.base >= SLOTS as u64 {
             self.far.push(Reverse((key, ev)));
+            self.far_min = self.far_min.min(key);
             return;
         }
         let s = (b as usize) & (SLOTS - 1);
@@ -146,19 +152,17 @@ impl EventQueue {
 
     /// Removes the earliest event if it is due at or before `t_end`.
     pub fn pop_until(&mut self, t_end: u64) -> Option<(u64, Ev)> {
-        let ring = self.first_slot();
-        let (min, key) = match (ring, self.far.peek()) {
-            (Some(s), Some(Reverse((k, _)))) => {
+        let (min, key) = match self.first_slot() {
+            Some(s) => {
                 let rk = self.pool[self.ring[s].head as usize].key;
-                if rk < *k {
+                if rk < self.far_min {
                     (Min::Ring(s), rk)
                 } else {
-                    (Min::Far, *k)
+                    (Min::Far, self.far_min)
                 }
             }
-            (Some(s), None) => (Min::Ring(s), self.pool[self.ring[s].head as usize].key),
-            (None, Some(Reverse((k, _)))) => (Min::Far, *k),
-            (None, None) => return None,
+            None if self.far_min != NO_KEY => (Min::Far, self.far_min),
+            None => return None,
         };
         let t = (key >> 64) as u64;
         if t > t_end {
@@ -177,7 +181,11 @@ impl EventQueue {
                 self.free = i;
                 e.ev
             }
-            Min::Far => self.far.pop().expect("far event").0.1,
+            Min::Far => {
+                let ev = self.far.pop().expect("far event").0.1;
+                self.far_min = self.far.peek().map_or(NO_KEY, |Reverse((k, _))| *k);
+                ev
+            }
         };
         self.base = t >> WIDTH_SHIFT;
         Some((t, ev))
