@@ -22,6 +22,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::task::{Context, Waker};
 
+use sched::task::Tasks as _;
 use sched::{DynPolicy, Scheduler, TaskId, TaskState};
 use workloads::args::Rng;
 
@@ -265,14 +266,11 @@ impl Engine {
             }
             Ev::Timer(p) => {
                 self.pending_wakes -= 1;
-                if let Some(t) = self.sched.try_task(p)
-                    && t.state == TaskState::Sleeping
-                {
+                if let Some((TaskState::Sleeping, cpu)) = self.task_state(p) {
                     // An hrtimer fires on the CPU that armed it: the
                     // interrupt costs whatever runs there `timer_ns`, the
                     // wakeup comes from that CPU, and a reschedule it asks
                     // for happens at interrupt exit.
-                    let cpu = t.cpu;
                     if let Some(q) = self.cpus[cpu].curr {
                         self.account(cpu);
                         let c = self.cost(self.prof.kernel.timer_ns);
@@ -398,11 +396,21 @@ impl Engine {
         }
     }
 
+    /// The core's state and CPU of `p` (None if it is not alive): what
+    /// `Scheduler::try_task` tells, under the same lock, without copying
+    /// the whole task.
+    fn task_state(&self, p: TaskId) -> Option<(TaskState, usize)> {
+        let core = self
+            .sched
+            .shared
+            .lock_task(p, self.sched.shared.nr_cpus())?;
+        core.tasks.get(p).map(|t| (t.state, t.cpu))
+    }
+
     /// `try_to_wake_up(q)` from `waker_cpu`.
     pub(crate) fn wake(&mut self, q: TaskId, waker_cpu: usize, sync: bool) {
-        match self.sched.try_task(q) {
-            Some(t) if t.state == TaskState::Sleeping => {}
-            _ => return,
+        if !matches!(self.task_state(q), Some((TaskState::Sleeping, _))) {
+            return;
         }
         self.task(q).waiting = "";
         let r = self.sched.wake_up(q, waker_cpu, sync, self.now);

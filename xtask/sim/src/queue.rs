@@ -226,7 +226,7 @@ mod tests {
         let mut seq = 0u64;
         let mut now = 0u64;
         for round in 0..200_000u64 {
-            if rng.next_u64() % 3 != 0 || reference.is_empty() {
+            if !rng.next_u64().is_multiple_of(3) || reference.is_empty() {
                 let span = match rng.next_u64() % 4 {
                     0 => 8,
                     1 => 1 << 10,
