@@ -27,10 +27,18 @@ impl SimEnv {
         self.world.lock()
     }
 
-    fn call(&self, sys: Sys) -> SysCall<'_> {
+    fn call(&self, sys: Sys) -> SysCall<'_, Reply, fn(Reply) -> Reply> {
+        self.call_then(sys, |r| r)
+    }
+
+    /// A request whose reply `then` turns into the call's result. The
+    /// `Env` calls return this future itself rather than an `async fn`
+    /// around it: one state machine less per poll.
+    fn call_then<T, F: Fn(Reply) -> T + Unpin>(&self, sys: Sys, then: F) -> SysCall<'_, T, F> {
         SysCall {
             world: &self.world,
             req: Some(sys),
+            then,
         }
     }
 }
@@ -38,21 +46,24 @@ impl SimEnv {
 /// A request in flight: the first poll posts it, the engine's reply
 /// completes it. It borrows the environment's handle (no reference count
 /// to touch per call).
-pub struct SysCall<'a> {
+pub struct SysCall<'a, T, F: Fn(Reply) -> T> {
     world: &'a Shared,
     req: Option<Sys>,
+    then: F,
 }
 
-impl Future for SysCall<'_> {
-    type Output = Reply;
-    fn poll(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Reply> {
+impl<T, F: Fn(Reply) -> T + Unpin> Future for SysCall<'_, T, F> {
+    type Output = T;
+    fn poll(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<T> {
         let m = &self.world.mailbox;
         match self.req.take() {
             Some(r) => {
                 m.post(r);
                 Poll::Pending
             }
-            None => Poll::Ready(m.take_reply().expect("resumed without a reply")),
+            None => Poll::Ready((self.then)(
+                m.take_reply().expect("resumed without a reply"),
+            )),
         }
     }
 }
@@ -149,8 +160,8 @@ impl Env for SimEnv {
         }
     }
 
-    async fn join(&self, j: u64) {
-        self.call(Sys::Join(j)).await;
+    fn join(&self, j: u64) -> impl Future<Output = ()> + Send {
+        self.call_then(Sys::Join(j), |_| ())
     }
 
     fn channel(&self, capacity: usize) -> (Tx, Rx) {
@@ -177,34 +188,24 @@ impl Env for SimEnv {
         )
     }
 
-    async fn send(&self, tx: &Tx, bytes: usize) -> Result<(), Closed> {
-        match self
-            .call(Sys::Send {
-                ch: tx.ch,
-                left: bytes,
-                copy: true,
-                datagram: tx.datagram,
-            })
-            .await
-        {
-            Reply::Sent(true) => Ok(()),
-            _ => Err(Closed),
-        }
+    fn send(&self, tx: &Tx, bytes: usize) -> impl Future<Output = Result<(), Closed>> + Send {
+        let sys = Sys::Send {
+            ch: tx.ch,
+            left: bytes,
+            copy: true,
+            datagram: tx.datagram,
+        };
+        self.call_then(sys, sent)
     }
 
-    async fn sendfile(&self, tx: &Tx, bytes: usize) -> Result<(), Closed> {
-        match self
-            .call(Sys::Send {
-                ch: tx.ch,
-                left: bytes,
-                copy: false,
-                datagram: tx.datagram,
-            })
-            .await
-        {
-            Reply::Sent(true) => Ok(()),
-            _ => Err(Closed),
-        }
+    fn sendfile(&self, tx: &Tx, bytes: usize) -> impl Future<Output = Result<(), Closed>> + Send {
+        let sys = Sys::Send {
+            ch: tx.ch,
+            left: bytes,
+            copy: false,
+            datagram: tx.datagram,
+        };
+        self.call_then(sys, sent)
     }
 
     fn datagram_channel(&self, capacity: usize) -> (Tx, Rx) {
@@ -219,18 +220,16 @@ impl Env for SimEnv {
         self.lock().channels[rx.ch].dropped
     }
 
-    async fn recv(&self, rx: &mut Rx, max: usize) -> usize {
-        match self
-            .call(Sys::Recv {
-                ch: rx.ch,
-                max,
-                datagram: rx.datagram,
-            })
-            .await
-        {
+    fn recv(&self, rx: &mut Rx, max: usize) -> impl Future<Output = usize> + Send {
+        let sys = Sys::Recv {
+            ch: rx.ch,
+            max,
+            datagram: rx.datagram,
+        };
+        self.call_then(sys, |r| match r {
             Reply::Bytes(n) => n,
             r => unreachable!("recv answered {r:?}"),
-        }
+        })
     }
 
     fn barrier(&self, parties: usize) -> usize {
@@ -242,8 +241,8 @@ impl Env for SimEnv {
         w.barriers.len() - 1
     }
 
-    async fn barrier_wait(&self, b: &usize) -> bool {
-        matches!(self.call(Sys::BarrierWait(*b)).await, Reply::Leader(true))
+    fn barrier_wait(&self, b: &usize) -> impl Future<Output = bool> + Send {
+        self.call_then(Sys::BarrierWait(*b), |r| matches!(r, Reply::Leader(true)))
     }
 
     fn semaphore(&self, permits: u64) -> usize {
@@ -255,19 +254,27 @@ impl Env for SimEnv {
         w.sems.len() - 1
     }
 
-    async fn down(&self, s: &usize) {
-        self.call(Sys::Down(*s)).await;
+    fn down(&self, s: &usize) -> impl Future<Output = ()> + Send {
+        self.call_then(Sys::Down(*s), |_| ())
     }
 
-    async fn up(&self, s: &usize) {
-        self.call(Sys::Up(*s)).await;
+    fn up(&self, s: &usize) -> impl Future<Output = ()> + Send {
+        self.call_then(Sys::Up(*s), |_| ())
     }
 
-    async fn compute(&self, units: u64, working_set: u64) {
-        self.call(Sys::Compute { units, working_set }).await;
+    fn compute(&self, units: u64, working_set: u64) -> impl Future<Output = ()> + Send {
+        self.call_then(Sys::Compute { units, working_set }, |_| ())
     }
 
-    async fn sleep(&self, ns: u64) {
-        self.call(Sys::Sleep(ns)).await;
+    fn sleep(&self, ns: u64) -> impl Future<Output = ()> + Send {
+        self.call_then(Sys::Sleep(ns), |_| ())
+    }
+}
+
+/// A send's result from its reply.
+fn sent(r: Reply) -> Result<(), Closed> {
+    match r {
+        Reply::Sent(true) => Ok(()),
+        _ => Err(Closed),
     }
 }

@@ -200,8 +200,8 @@ pub fn run(cfg: &Config) -> Result<Outcome, String> {
                 break;
             }
         }
-        if let Some(f) = e.fatal.take() {
-            failure = Some(f);
+        if e.fatal.is_some() {
+            failure = e.fatal.take();
             break;
         }
         if e.now > cfg.max_sim_ns || !e.step(cfg.max_sim_ns + 1) {
