@@ -425,10 +425,25 @@ impl Engine {
 
     /// `__schedule()` on `cpu` and the switch it decides.
     pub(crate) fn reschedule(&mut self, cpu: usize) {
+        self.switch(cpu, false);
+    }
+
+    /// The running task of `cpu` blocks, and `cpu` reschedules: the core's
+    /// `block` and `schedule` under one acquisition of its runqueue lock
+    /// (`block_and_schedule`, as the kernel's own blocking path does).
+    fn block_and_reschedule(&mut self, cpu: usize) {
+        self.switch(cpu, true);
+    }
+
+    fn switch(&mut self, cpu: usize, block: bool) {
         self.account(cpu);
         self.cpus[cpu].local_resched = false;
         let prev = self.cpus[cpu].curr;
-        let sw = self.sched.schedule(cpu, self.now);
+        let sw = if block {
+            self.sched.block_and_schedule(cpu, self.now).1
+        } else {
+            self.sched.schedule(cpu, self.now)
+        };
         self.trace_migrations(cpu, &sw.migrations);
         for &c in &sw.resched {
             if c != cpu {
@@ -546,8 +561,7 @@ impl Engine {
                     }
                     crate::ops::Next::Block(what) => {
                         self.task(p).waiting = what;
-                        self.sched.block(cpu, self.now);
-                        self.reschedule(cpu);
+                        self.block_and_reschedule(cpu);
                         return;
                     }
                 },
