@@ -248,7 +248,9 @@ impl Engine {
             Ev::Tick(cpu) => self.tick(cpu),
             Ev::SegEnd(cpu, generation) => {
                 if generation == self.cpus[cpu].generation {
-                    self.account(cpu);
+                    // The segment's work is done: what `account` would
+                    // subtract is all of it.
+                    self.cpus[cpu].seg_start = self.now;
                     if let Some(p) = self.cpus[cpu].curr {
                         self.task(p).left = 0;
                     }

@@ -7,10 +7,11 @@
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, MutexGuard};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use sched::{DynPolicy, Scheduler};
+use spin::MutexGuard;
 use workloads::{Closed, Env, Snapshot, Spawn};
 
 use crate::world::{Barrier, Channel, Reply, Semaphore, Shared, Sys, World};
