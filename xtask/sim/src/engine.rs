@@ -297,6 +297,8 @@ impl Engine {
             && (0..self.cpus.len()).all(|c| self.sched.shared.snap(c).nr_running() == 0)
     }
 
+    // Off the hot path (a few % of events): kept out of `step`'s body.
+    #[inline(never)]
     fn tick(&mut self, cpu: usize) {
         self.account(cpu);
         let r = self.sched.tick(cpu, self.now);
@@ -352,6 +354,8 @@ impl Engine {
     }
 
     /// A reschedule request from `from` to `to`: local, or an IPI.
+    // Off the hot path (a few % of events): kept out of `step`'s body.
+    #[inline(never)]
     pub(crate) fn send_resched(&mut self, from: usize, to: usize) {
         if from == to {
             self.cpus[to].local_resched = true;
@@ -387,6 +391,8 @@ impl Engine {
         }
     }
 
+    // Off the hot path (a few % of events): kept out of `step`'s body.
+    #[inline(never)]
     fn trace_migrations(&mut self, cpu: usize, moved: &[sched::core::Migration]) {
         if self.trace.is_none() {
             return;
@@ -410,6 +416,8 @@ impl Engine {
     }
 
     /// `try_to_wake_up(q)` from `waker_cpu`.
+    // Off the hot path (a few % of events): kept out of `step`'s body.
+    #[inline(never)]
     pub(crate) fn wake(&mut self, q: TaskId, waker_cpu: usize, sync: bool) {
         if !matches!(self.task_state(q), Some((TaskState::Sleeping, _))) {
             return;
@@ -437,6 +445,8 @@ impl Engine {
         self.switch(cpu, true);
     }
 
+    // Off the hot path (a few % of events): kept out of `step`'s body.
+    #[inline(never)]
     fn switch(&mut self, cpu: usize, block: bool) {
         self.account(cpu);
         self.cpus[cpu].local_resched = false;
@@ -506,6 +516,8 @@ impl Engine {
     }
 
     /// SMT: a CPU started or stopped running; its siblings' speed changes.
+    // Off the hot path (a few % of events): kept out of `step`'s body.
+    #[inline(never)]
     fn rerate_siblings(&mut self, cpu: usize) {
         let sibs: Vec<usize> = self.sched.shared.topo.smt[cpu].iter().collect();
         for &s in &sibs {
@@ -607,6 +619,8 @@ impl Engine {
         true
     }
 
+    // Off the hot path (a few % of events): kept out of `step`'s body.
+    #[inline(never)]
     fn exit(&mut self, p: TaskId, cpu: usize) {
         let serial = self.task(p).serial;
         self.tasks[p.0 as usize] = None;
