@@ -2,7 +2,7 @@
 //! position, running simulated tasks under the `sched` crate.
 //!
 //! Events (time-ordered, ties in the order they were posted, so a run is a
-//! pure function of its inputs and seed):
+//! pure function of its inputs and seed; [`crate::queue`] keeps them):
 //! - `Tick(cpu)`: `sched_tick()` every `tick_ns` on every CPU;
 //! - `SegEnd(cpu, generation)`: the running task finished the CPU work of its
 //!   current step (a stale generation means it was preempted or re-rated);
