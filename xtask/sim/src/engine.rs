@@ -2,7 +2,7 @@
 //! position, running simulated tasks under the `sched` crate.
 //!
 //! Events (time-ordered, ties in the order they were posted, so a run is a
-//! pure function of its inputs and seed):
+//! pure function of its inputs and seed; [`crate::queue`] keeps them):
 //! - `Tick(cpu)`: `sched_tick()` every `tick_ns` on every CPU;
 //! - `SegEnd(cpu, generation)`: the running task finished the CPU work of its
 //!   current step (a stale generation means it was preempted or re-rated);
@@ -18,11 +18,11 @@
 //! the kernel makes: `wake_up_new_task`, `try_to_wake_up`, `schedule`,
 //! `block`, `exit`, `tick`.
 
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
-use std::sync::{Arc, Mutex};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 use std::task::{Context, Waker};
 
+use sched::task::Tasks as _;
 use sched::{DynPolicy, Scheduler, TaskId, TaskState};
 use workloads::args::Rng;
 
@@ -30,8 +30,9 @@ use crate::cache::{self, DataHome, Geometry};
 use crate::env::SimEnv;
 use crate::mm::{CpuMm, MmStats};
 use crate::profile::Profile;
+use crate::queue::EventQueue;
 use crate::trace::{Kind, Trace};
-use crate::world::{Reply, Sys, TaskFuture, World};
+use crate::world::{Reply, Shared, Sys, TaskFuture, World};
 
 /// An event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -92,11 +93,10 @@ pub struct Engine {
     pub(crate) sched: Arc<Scheduler<DynPolicy>>,
     pub(crate) prof: Profile,
     pub(crate) slit: Vec<Vec<u32>>,
-    pub(crate) world: Arc<Mutex<World>>,
+    pub(crate) world: Arc<Shared>,
     pub(crate) env: SimEnv,
     pub(crate) now: u64,
-    events: BinaryHeap<Reverse<(u64, u64, Ev)>>,
-    seq: u64,
+    events: EventQueue,
     pub(crate) cpus: Vec<Cpu>,
     pub(crate) tasks: Vec<Option<Task>>,
     pub(crate) next_serial: u64,
@@ -130,7 +130,7 @@ impl Engine {
     ) -> Engine {
         let n = sched.shared.nr_cpus();
         let sched = Arc::new(sched);
-        let world = Arc::new(Mutex::new(World {
+        let world = Arc::new(Shared::new(World {
             counters: (0..n)
                 .map(|cpu| workloads::CpuCounters {
                     cpu: cpu as u32,
@@ -151,8 +151,7 @@ impl Engine {
             world,
             env,
             now: 0,
-            events: BinaryHeap::new(),
-            seq: 0,
+            events: EventQueue::default(),
             cpus: vec![
                 Cpu {
                     rate: 1000,
@@ -188,11 +187,10 @@ impl Engine {
     }
 
     pub(crate) fn push(&mut self, t: u64, e: Ev) {
-        self.seq += 1;
         if matches!(e, Ev::Timer(_) | Ev::Resched(_)) {
             self.pending_wakes += 1;
         }
-        self.events.push(Reverse((t, self.seq, e)));
+        self.events.push(t, e);
     }
 
     /// A modelled cost with the seed's jitter, rounded to ns.
@@ -207,7 +205,7 @@ impl Engine {
         } else {
             1.0
         };
-        (ns * f).round() as u64
+        crate::round::round_u64(ns * f)
     }
 
     pub(crate) fn task(&mut self, p: TaskId) -> &mut Task {
@@ -241,20 +239,18 @@ impl Engine {
 
     /// Processes the next event; false when none is left or `t_end` is reached.
     pub(crate) fn step(&mut self, t_end: u64) -> bool {
-        let Some(Reverse((t, _, e))) = self.events.pop() else {
+        let Some((t, e)) = self.events.pop_until(t_end) else {
             return false;
         };
-        if t > t_end {
-            self.events.push(Reverse((t, 0, e)));
-            return false;
-        }
         self.now = t;
         self.events_done += 1;
         match e {
             Ev::Tick(cpu) => self.tick(cpu),
             Ev::SegEnd(cpu, generation) => {
                 if generation == self.cpus[cpu].generation {
-                    self.account(cpu);
+                    // The segment's work is done: what `account` would
+                    // subtract is all of it.
+                    self.cpus[cpu].seg_start = self.now;
                     if let Some(p) = self.cpus[cpu].curr {
                         self.task(p).left = 0;
                     }
@@ -272,14 +268,11 @@ impl Engine {
             }
             Ev::Timer(p) => {
                 self.pending_wakes -= 1;
-                if let Some(t) = self.sched.try_task(p)
-                    && t.state == TaskState::Sleeping
-                {
+                if let Some((TaskState::Sleeping, cpu)) = self.task_state(p) {
                     // An hrtimer fires on the CPU that armed it: the
                     // interrupt costs whatever runs there `timer_ns`, the
                     // wakeup comes from that CPU, and a reschedule it asks
                     // for happens at interrupt exit.
-                    let cpu = t.cpu;
                     if let Some(q) = self.cpus[cpu].curr {
                         self.account(cpu);
                         let c = self.cost(self.prof.kernel.timer_ns);
@@ -304,6 +297,8 @@ impl Engine {
             && (0..self.cpus.len()).all(|c| self.sched.shared.snap(c).nr_running() == 0)
     }
 
+    // Off the hot path (a few % of events): kept out of `step`'s body.
+    #[inline(never)]
     fn tick(&mut self, cpu: usize) {
         self.account(cpu);
         let r = self.sched.tick(cpu, self.now);
@@ -346,12 +341,21 @@ impl Engine {
         };
         let left = self.task(p).left;
         let rate = self.cpus[cpu].rate;
-        let end = self.now + (left * 1000).div_ceil(rate);
+        // Full speed (the common case) divides by a constant, which the
+        // compiler turns into a multiplication; same value either way.
+        let end = self.now
+            + if rate == 1000 {
+                (left * 1000).div_ceil(1000)
+            } else {
+                (left * 1000).div_ceil(rate)
+            };
         let generation = self.cpus[cpu].generation;
         self.push(end, Ev::SegEnd(cpu, generation));
     }
 
     /// A reschedule request from `from` to `to`: local, or an IPI.
+    // Off the hot path (a few % of events): kept out of `step`'s body.
+    #[inline(never)]
     pub(crate) fn send_resched(&mut self, from: usize, to: usize) {
         if from == to {
             self.cpus[to].local_resched = true;
@@ -387,6 +391,8 @@ impl Engine {
         }
     }
 
+    // Off the hot path (a few % of events): kept out of `step`'s body.
+    #[inline(never)]
     fn trace_migrations(&mut self, cpu: usize, moved: &[sched::core::Migration]) {
         if self.trace.is_none() {
             return;
@@ -398,11 +404,23 @@ impl Engine {
         }
     }
 
+    /// The core's state and CPU of `p` (None if it is not alive): what
+    /// `Scheduler::try_task` tells, under the same lock, without copying
+    /// the whole task.
+    fn task_state(&self, p: TaskId) -> Option<(TaskState, usize)> {
+        let core = self
+            .sched
+            .shared
+            .lock_task(p, self.sched.shared.nr_cpus())?;
+        core.tasks.get(p).map(|t| (t.state, t.cpu))
+    }
+
     /// `try_to_wake_up(q)` from `waker_cpu`.
+    // Off the hot path (a few % of events): kept out of `step`'s body.
+    #[inline(never)]
     pub(crate) fn wake(&mut self, q: TaskId, waker_cpu: usize, sync: bool) {
-        match self.sched.try_task(q) {
-            Some(t) if t.state == TaskState::Sleeping => {}
-            _ => return,
+        if !matches!(self.task_state(q), Some((TaskState::Sleeping, _))) {
+            return;
         }
         self.task(q).waiting = "";
         let r = self.sched.wake_up(q, waker_cpu, sync, self.now);
@@ -417,10 +435,27 @@ impl Engine {
 
     /// `__schedule()` on `cpu` and the switch it decides.
     pub(crate) fn reschedule(&mut self, cpu: usize) {
+        self.switch(cpu, false);
+    }
+
+    /// The running task of `cpu` blocks, and `cpu` reschedules: the core's
+    /// `block` and `schedule` under one acquisition of its runqueue lock
+    /// (`block_and_schedule`, as the kernel's own blocking path does).
+    fn block_and_reschedule(&mut self, cpu: usize) {
+        self.switch(cpu, true);
+    }
+
+    // Off the hot path (a few % of events): kept out of `step`'s body.
+    #[inline(never)]
+    fn switch(&mut self, cpu: usize, block: bool) {
         self.account(cpu);
         self.cpus[cpu].local_resched = false;
         let prev = self.cpus[cpu].curr;
-        let sw = self.sched.schedule(cpu, self.now);
+        let sw = if block {
+            self.sched.block_and_schedule(cpu, self.now).1
+        } else {
+            self.sched.schedule(cpu, self.now)
+        };
         self.trace_migrations(cpu, &sw.migrations);
         for &c in &sw.resched {
             if c != cpu {
@@ -429,7 +464,7 @@ impl Engine {
         }
         let next = sw.next;
         if prev != next {
-            self.world.lock().expect("world").counters[cpu].switches += 1;
+            self.world.lock().counters[cpu].switches += 1;
             if self.trace.is_some() {
                 let (a, b) = (self.tid(next), self.cpus[cpu].curr_tid);
                 self.trace(cpu, Kind::Switch, a, b, 0);
@@ -450,7 +485,7 @@ impl Engine {
                     moved
                 };
                 if moved {
-                    self.world.lock().expect("world").counters[cpu].migrations_in += 1;
+                    self.world.lock().counters[cpu].migrations_in += 1;
                 }
                 let (ws, home, mm) = {
                     let t = self.task(n);
@@ -481,6 +516,8 @@ impl Engine {
     }
 
     /// SMT: a CPU started or stopped running; its siblings' speed changes.
+    // Off the hot path (a few % of events): kept out of `step`'s body.
+    #[inline(never)]
     fn rerate_siblings(&mut self, cpu: usize) {
         let sibs: Vec<usize> = self.sched.shared.topo.smt[cpu].iter().collect();
         for &s in &sibs {
@@ -538,8 +575,7 @@ impl Engine {
                     }
                     crate::ops::Next::Block(what) => {
                         self.task(p).waiting = what;
-                        self.sched.block(cpu, self.now);
-                        self.reschedule(cpu);
+                        self.block_and_reschedule(cpu);
                         return;
                     }
                 },
@@ -557,29 +593,22 @@ impl Engine {
     /// Polls `p` on `cpu`: true with its next request stored (`after` =
     /// `Do`, `left` = its cost), false when it exited (the CPU rescheduled).
     fn poll(&mut self, p: TaskId, cpu: usize) -> bool {
-        let mut fut = self.task(p).fut.take().expect("task polled without a body");
-        let reply = self.task(p).reply.take();
-        {
-            let mut w = self.world.lock().expect("world");
-            w.now = self.now;
-            w.cpu = cpu;
-            w.reply = reply;
-            w.slot = None;
-        }
+        let (now, world) = (self.now, &self.world);
+        let t = self.tasks[p.0 as usize]
+            .as_mut()
+            .expect("simulator: unknown task");
+        world.mailbox.start_poll(now, cpu, t.reply.take());
+        let fut = t.fut.as_mut().expect("task polled without a body");
         let mut cx = Context::from_waker(Waker::noop());
-        let done = fut.as_mut().poll(&mut cx).is_ready();
-        if done {
-            drop(fut); // may close channels (drops outside the world lock)
+        if fut.as_mut().poll(&mut cx).is_ready() {
+            t.fut = None; // may close channels (drops outside the world lock)
             self.exit(p, cpu);
             return false;
         }
-        self.task(p).fut = Some(fut);
         let sys = self
             .world
-            .lock()
-            .expect("world")
-            .slot
-            .take()
+            .mailbox
+            .take_request()
             .expect("a simulated task waited on something other than its environment");
         self.drain_closed(cpu);
         let ns = self.request_cost(&sys, p);
@@ -590,6 +619,8 @@ impl Engine {
         true
     }
 
+    // Off the hot path (a few % of events): kept out of `step`'s body.
+    #[inline(never)]
     fn exit(&mut self, p: TaskId, cpu: usize) {
         let serial = self.task(p).serial;
         self.tasks[p.0 as usize] = None;
@@ -606,11 +637,18 @@ impl Engine {
     }
 
     /// Wakes everyone blocked on channels whose last writer or reader went away.
+    #[inline]
     fn drain_closed(&mut self, cpu: usize) {
-        let closed = std::mem::take(&mut self.world.lock().expect("world").closed);
-        for ch in closed {
+        if self.world.any_closed() {
+            self.wake_closed(cpu);
+        }
+    }
+
+    #[inline(never)]
+    fn wake_closed(&mut self, cpu: usize) {
+        for ch in self.world.take_closed() {
             let waiters: Vec<TaskId> = {
-                let mut w = self.world.lock().expect("world");
+                let mut w = self.world.lock();
                 let c = &mut w.channels[ch];
                 c.read_waiters
                     .drain(..)

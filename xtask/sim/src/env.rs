@@ -7,54 +7,64 @@
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use sched::{DynPolicy, Scheduler};
+use spin::MutexGuard;
 use workloads::{Closed, Env, Snapshot, Spawn};
 
-use crate::world::{Barrier, Channel, Reply, Semaphore, Sys, World};
+use crate::world::{Barrier, Channel, Reply, Semaphore, Shared, Sys, World};
 
 /// Handle of the simulated machine, given to every simulated task.
 #[derive(Clone)]
 pub struct SimEnv {
-    pub(crate) world: Arc<Mutex<World>>,
+    pub(crate) world: Arc<Shared>,
     pub(crate) sched: Arc<Scheduler<DynPolicy>>,
 }
 
 impl SimEnv {
     pub(crate) fn lock(&self) -> MutexGuard<'_, World> {
-        // A panic while the world is locked aborts the process (panic =
-        // abort), so the lock is never poisoned in a live run.
-        self.world.lock().expect("simulator world lock poisoned")
+        self.world.lock()
     }
 
-    fn call(&self, sys: Sys) -> SysCall {
+    fn call(&self, sys: Sys) -> SysCall<'_, Reply, fn(Reply) -> Reply> {
+        self.call_then(sys, |r| r)
+    }
+
+    /// A request whose reply `then` turns into the call's result. The
+    /// `Env` calls return this future itself rather than an `async fn`
+    /// around it: one state machine less per poll.
+    fn call_then<T, F: Fn(Reply) -> T + Unpin>(&self, sys: Sys, then: F) -> SysCall<'_, T, F> {
         SysCall {
-            world: self.world.clone(),
+            world: &self.world,
             req: Some(sys),
+            then,
         }
     }
 }
 
 /// A request in flight: the first poll posts it, the engine's reply
-/// completes it.
-pub struct SysCall {
-    world: Arc<Mutex<World>>,
+/// completes it. It borrows the environment's handle (no reference count
+/// to touch per call).
+pub struct SysCall<'a, T, F: Fn(Reply) -> T> {
+    world: &'a Shared,
     req: Option<Sys>,
+    then: F,
 }
 
-impl Future for SysCall {
-    type Output = Reply;
-    fn poll(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Reply> {
-        let req = self.req.take();
-        let mut w = self.world.lock().expect("simulator world lock poisoned");
-        match req {
+impl<T, F: Fn(Reply) -> T + Unpin> Future for SysCall<'_, T, F> {
+    type Output = T;
+    fn poll(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<T> {
+        let m = &self.world.mailbox;
+        match self.req.take() {
             Some(r) => {
-                w.slot = Some(r);
+                m.post(r);
                 Poll::Pending
             }
-            None => Poll::Ready(w.reply.take().expect("resumed without a reply")),
+            None => Poll::Ready((self.then)(
+                m.take_reply().expect("resumed without a reply"),
+            )),
         }
     }
 }
@@ -62,16 +72,17 @@ impl Future for SysCall {
 /// Write end of a simulated channel.
 pub struct Tx {
     ch: usize,
-    world: Arc<Mutex<World>>,
+    datagram: bool,
+    world: Arc<Shared>,
 }
 
 impl Drop for Tx {
     fn drop(&mut self) {
-        let mut w = self.world.lock().expect("simulator world lock poisoned");
+        let mut w = self.world.lock();
         let c = &mut w.channels[self.ch];
         c.writers -= 1;
         if c.writers == 0 {
-            w.closed.push(self.ch);
+            self.world.note_closed(&mut w, self.ch);
         }
     }
 }
@@ -79,14 +90,15 @@ impl Drop for Tx {
 /// Read end of a simulated channel.
 pub struct Rx {
     ch: usize,
-    world: Arc<Mutex<World>>,
+    datagram: bool,
+    world: Arc<Shared>,
 }
 
 impl Drop for Rx {
     fn drop(&mut self) {
-        let mut w = self.world.lock().expect("simulator world lock poisoned");
+        let mut w = self.world.lock();
         w.channels[self.ch].reader_open = false;
-        w.closed.push(self.ch);
+        self.world.note_closed(&mut w, self.ch);
     }
 }
 
@@ -107,17 +119,17 @@ impl Env for SimEnv {
     }
 
     fn now_ns(&self) -> u64 {
-        self.lock().now
+        self.world.mailbox.now()
     }
 
     fn this_cpu(&self) -> usize {
-        self.lock().cpu
+        self.world.mailbox.cpu()
     }
 
     fn snapshot(&self) -> Snapshot {
         let w = self.lock();
         Snapshot {
-            now_ns: w.now,
+            now_ns: self.world.mailbox.now(),
             stats: self.sched.stats(),
             cpus: w.counters.clone(),
         }
@@ -143,14 +155,14 @@ impl Env for SimEnv {
     where
         F: Future<Output = ()> + Send + 'static,
     {
-        match self.call(Sys::Spawn(how, Box::pin(f))).await {
+        match self.call(Sys::Spawn(Box::new((how, Box::pin(f))))).await {
             Reply::Task(t) => t,
             r => unreachable!("spawn answered {r:?}"),
         }
     }
 
-    async fn join(&self, j: u64) {
-        self.call(Sys::Join(j)).await;
+    fn join(&self, j: u64) -> impl Future<Output = ()> + Send {
+        self.call_then(Sys::Join(j), |_| ())
     }
 
     fn channel(&self, capacity: usize) -> (Tx, Rx) {
@@ -166,46 +178,42 @@ impl Env for SimEnv {
         (
             Tx {
                 ch,
+                datagram: false,
                 world: self.world.clone(),
             },
             Rx {
                 ch,
+                datagram: false,
                 world: self.world.clone(),
             },
         )
     }
 
-    async fn send(&self, tx: &Tx, bytes: usize) -> Result<(), Closed> {
-        match self
-            .call(Sys::Send {
-                ch: tx.ch,
-                left: bytes,
-                copy: true,
-            })
-            .await
-        {
-            Reply::Sent(true) => Ok(()),
-            _ => Err(Closed),
-        }
+    fn send(&self, tx: &Tx, bytes: usize) -> impl Future<Output = Result<(), Closed>> + Send {
+        let sys = Sys::Send {
+            ch: tx.ch,
+            left: bytes,
+            copy: true,
+            datagram: tx.datagram,
+        };
+        self.call_then(sys, sent)
     }
 
-    async fn sendfile(&self, tx: &Tx, bytes: usize) -> Result<(), Closed> {
-        match self
-            .call(Sys::Send {
-                ch: tx.ch,
-                left: bytes,
-                copy: false,
-            })
-            .await
-        {
-            Reply::Sent(true) => Ok(()),
-            _ => Err(Closed),
-        }
+    fn sendfile(&self, tx: &Tx, bytes: usize) -> impl Future<Output = Result<(), Closed>> + Send {
+        let sys = Sys::Send {
+            ch: tx.ch,
+            left: bytes,
+            copy: false,
+            datagram: tx.datagram,
+        };
+        self.call_then(sys, sent)
     }
 
     fn datagram_channel(&self, capacity: usize) -> (Tx, Rx) {
-        let (tx, rx) = self.channel(capacity);
+        let (mut tx, mut rx) = self.channel(capacity);
         self.lock().channels[tx.ch].datagram = true;
+        tx.datagram = true;
+        rx.datagram = true;
         (tx, rx)
     }
 
@@ -213,11 +221,16 @@ impl Env for SimEnv {
         self.lock().channels[rx.ch].dropped
     }
 
-    async fn recv(&self, rx: &mut Rx, max: usize) -> usize {
-        match self.call(Sys::Recv { ch: rx.ch, max }).await {
+    fn recv(&self, rx: &mut Rx, max: usize) -> impl Future<Output = usize> + Send {
+        let sys = Sys::Recv {
+            ch: rx.ch,
+            max,
+            datagram: rx.datagram,
+        };
+        self.call_then(sys, |r| match r {
             Reply::Bytes(n) => n,
             r => unreachable!("recv answered {r:?}"),
-        }
+        })
     }
 
     fn barrier(&self, parties: usize) -> usize {
@@ -229,8 +242,8 @@ impl Env for SimEnv {
         w.barriers.len() - 1
     }
 
-    async fn barrier_wait(&self, b: &usize) -> bool {
-        matches!(self.call(Sys::BarrierWait(*b)).await, Reply::Leader(true))
+    fn barrier_wait(&self, b: &usize) -> impl Future<Output = bool> + Send {
+        self.call_then(Sys::BarrierWait(*b), |r| matches!(r, Reply::Leader(true)))
     }
 
     fn semaphore(&self, permits: u64) -> usize {
@@ -242,19 +255,27 @@ impl Env for SimEnv {
         w.sems.len() - 1
     }
 
-    async fn down(&self, s: &usize) {
-        self.call(Sys::Down(*s)).await;
+    fn down(&self, s: &usize) -> impl Future<Output = ()> + Send {
+        self.call_then(Sys::Down(*s), |_| ())
     }
 
-    async fn up(&self, s: &usize) {
-        self.call(Sys::Up(*s)).await;
+    fn up(&self, s: &usize) -> impl Future<Output = ()> + Send {
+        self.call_then(Sys::Up(*s), |_| ())
     }
 
-    async fn compute(&self, units: u64, working_set: u64) {
-        self.call(Sys::Compute { units, working_set }).await;
+    fn compute(&self, units: u64, working_set: u64) -> impl Future<Output = ()> + Send {
+        self.call_then(Sys::Compute { units, working_set }, |_| ())
     }
 
-    async fn sleep(&self, ns: u64) {
-        self.call(Sys::Sleep(ns)).await;
+    fn sleep(&self, ns: u64) -> impl Future<Output = ()> + Send {
+        self.call_then(Sys::Sleep(ns), |_| ())
+    }
+}
+
+/// A send's result from its reply.
+fn sent(r: Reply) -> Result<(), Closed> {
+    match r {
+        Reply::Sent(true) => Ok(()),
+        _ => Err(Closed),
     }
 }

@@ -13,9 +13,12 @@ mod cache;
 mod checks;
 mod engine;
 mod env;
+mod mailbox;
 mod mm;
 mod ops;
 pub mod profile;
+mod queue;
+mod round;
 mod trace;
 mod world;
 
@@ -164,10 +167,14 @@ pub fn run(cfg: &Config) -> Result<Outcome, String> {
         e.trace = Some(t);
     }
     let result = std::sync::Arc::new(std::sync::Mutex::new(None));
-    let (env, res) = (e.env.clone(), result.clone());
+    // Set with the result: the loop below asks after every event, without
+    // taking the result's lock.
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (env, res, fin) = (e.env.clone(), result.clone(), done.clone());
     let main = async move {
         let r = workload.run(&env).await;
         *res.lock().expect("result") = Some(r);
+        fin.store(true, std::sync::atomic::Ordering::Relaxed);
     };
     let r = e.sched.wake_up_new_task(None, 0, 0, TaskPolicy::Normal, 0);
     let serial = e.add_task(r.task, Box::pin(main), Some(0));
@@ -178,8 +185,7 @@ pub fn run(cfg: &Config) -> Result<Outcome, String> {
     let mut next_check = 0u64;
     let mut failure: Option<String> = None;
     loop {
-        let finished = result.lock().expect("result").is_some();
-        if finished {
+        if done.load(std::sync::atomic::Ordering::Relaxed) {
             break;
         }
         if e.now >= next_check {
@@ -194,8 +200,8 @@ pub fn run(cfg: &Config) -> Result<Outcome, String> {
                 break;
             }
         }
-        if let Some(f) = e.fatal.take() {
-            failure = Some(f);
+        if e.fatal.is_some() {
+            failure = e.fatal.take();
             break;
         }
         if e.now > cfg.max_sim_ns || !e.step(cfg.max_sim_ns + 1) {
@@ -207,7 +213,7 @@ pub fn run(cfg: &Config) -> Result<Outcome, String> {
         }
     }
     {
-        let mut w = e.world.lock().expect("world");
+        let mut w = e.world.lock();
         out.records.append(&mut w.records);
         out.console.append(&mut w.console);
     }

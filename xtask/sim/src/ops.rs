@@ -34,8 +34,13 @@ impl Engine {
         match *sys {
             Sys::Spawn(..) => k.fork_ns,
             Sys::Join(_) | Sys::BarrierWait(_) | Sys::Down(_) | Sys::Up(_) => k.futex_ns,
-            Sys::Send { ch, left, copy } => {
-                let entry = if self.world.lock().expect("world").channels[ch].datagram {
+            Sys::Send {
+                left,
+                copy,
+                datagram,
+                ..
+            } => {
+                let entry = if datagram {
                     k.datagram_syscall_ns
                 } else {
                     k.syscall_ns
@@ -48,8 +53,8 @@ impl Engine {
                         0.0
                     }
             }
-            Sys::Recv { ch, .. } => {
-                if self.world.lock().expect("world").channels[ch].datagram {
+            Sys::Recv { datagram, .. } => {
+                if datagram {
                     k.datagram_syscall_ns
                 } else {
                     k.syscall_ns
@@ -91,7 +96,8 @@ impl Engine {
     pub(crate) fn effect(&mut self, sys: Sys, p: TaskId, cpu: usize) -> Next {
         let now = self.now;
         match sys {
-            Sys::Spawn(how, fut) => {
+            Sys::Spawn(spawn) => {
+                let (how, fut) = *spawn;
                 // As the kernel's `task::spawn`: reserve an id, then
                 // `start_task` from the parent's CPU, placed by fork
                 // balancing or bound to the pinned CPU.
@@ -138,9 +144,14 @@ impl Engine {
                 self.joiners.entry(serial).or_default().push(p);
                 self.block(p, 0.0, After::Reply(Reply::Unit), "join")
             }
-            Sys::Send { ch, left, copy } => {
+            Sys::Send {
+                ch,
+                left,
+                copy,
+                datagram,
+            } => {
                 let (sent, woken) = {
-                    let mut w = self.world.lock().expect("world");
+                    let mut w = self.world.lock();
                     let c = &mut w.channels[ch];
                     if !c.reader_open {
                         return Next::Reply(Reply::Sent(false));
@@ -194,12 +205,11 @@ impl Engine {
                             ch,
                             left: rest,
                             copy,
+                            datagram,
                         }),
                     );
                 }
-                self.world.lock().expect("world").channels[ch]
-                    .write_waiters
-                    .push_back(p);
+                self.world.lock().channels[ch].write_waiters.push_back(p);
                 // Woken, the writer goes on inside the same call.
                 self.block(
                     p,
@@ -208,13 +218,14 @@ impl Engine {
                         ch,
                         left: rest,
                         copy,
+                        datagram,
                     }),
                     "send",
                 )
             }
-            Sys::Recv { ch, max } => {
+            Sys::Recv { ch, max, datagram } => {
                 let (got, eof, from, woken) = {
-                    let mut w = self.world.lock().expect("world");
+                    let mut w = self.world.lock();
                     let c = &mut w.channels[ch];
                     if c.len > 0 {
                         let n = c.len.min(max);
@@ -233,7 +244,7 @@ impl Engine {
                         return Next::Reply(Reply::Bytes(0));
                     }
                     // Woken, the reader goes on inside the same call.
-                    return self.block(p, 0.0, After::Do(Sys::Recv { ch, max }), "recv");
+                    return self.block(p, 0.0, After::Do(Sys::Recv { ch, max, datagram }), "recv");
                 }
                 if let Some(q) = woken {
                     self.wake(q, cpu, true);
@@ -246,7 +257,7 @@ impl Engine {
             }
             Sys::BarrierWait(b) => {
                 let released = {
-                    let mut w = self.world.lock().expect("world");
+                    let mut w = self.world.lock();
                     let bar = &mut w.barriers[b];
                     bar.arrived += 1;
                     if bar.arrived == bar.parties {
@@ -270,7 +281,7 @@ impl Engine {
             }
             Sys::Down(s) => {
                 let got = {
-                    let mut w = self.world.lock().expect("world");
+                    let mut w = self.world.lock();
                     let sem = &mut w.sems[s];
                     if sem.permits > 0 {
                         sem.permits -= 1;
@@ -288,7 +299,7 @@ impl Engine {
             }
             Sys::Up(s) => {
                 let q = {
-                    let mut w = self.world.lock().expect("world");
+                    let mut w = self.world.lock();
                     let sem = &mut w.sems[s];
                     sem.permits += 1;
                     sem.waiters.pop_front()

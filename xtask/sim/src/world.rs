@@ -1,33 +1,55 @@
 //! The state simulated tasks share with the engine: the objects a workload
-//! creates (channels, barriers, semaphores), the one outstanding request of
-//! the task being polled (its "system call") and the reply to it.
+//! creates (channels, barriers, semaphores), and the mailbox holding the
+//! one outstanding request of the task being polled (its "system call")
+//! and the reply to it ([`crate::mailbox`]).
 //!
 //! One host thread runs everything, so the lock around [`World`] is never
 //! contended; it exists because the workload's environment handle must be
-//! `Send + Sync` like the kernel's.
+//! `Send + Sync` like the kernel's. It is a spin lock (`spin::Mutex`, the
+//! sched crate's): one locked instruction to take, a plain store to
+//! release, no poisoning, where `std::sync::Mutex` takes two locked
+//! instructions and checks for panics. The engine still takes it as few
+//! times per request as it can, and [`Shared::closed`] says without the
+//! lock whether a channel closed (the engine checks after every call).
 
+use spin::{Mutex, MutexGuard};
 use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use sched::TaskId;
 use workloads::Spawn;
+
+use crate::mailbox::Mailbox;
 
 /// A simulated task's body.
 pub type TaskFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
 
 /// A request from the running task to the simulated kernel.
 pub enum Sys {
-    /// Create a thread.
-    Spawn(Spawn, TaskFuture),
+    /// Create a thread (boxed: the other requests are a few words, and a
+    /// request is moved several times on its way to the engine).
+    Spawn(Box<(Spawn, TaskFuture)>),
     /// Wait for a thread's exit (its simulator serial number).
     Join(u64),
     /// Write `bytes` to channel `ch` (`left` still to write); `copy` =
     /// false for `sendfile()` (the writer copies nothing, and the data's
-    /// lines are not hot in the writer's cache).
-    Send { ch: usize, left: usize, copy: bool },
-    /// Read up to `max` bytes from channel `ch`.
-    Recv { ch: usize, max: usize },
+    /// lines are not hot in the writer's cache); `datagram`: the channel
+    /// is a datagram socket (known to the handle, so costing the call
+    /// needs no lock).
+    Send {
+        ch: usize,
+        left: usize,
+        copy: bool,
+        datagram: bool,
+    },
+    /// Read up to `max` bytes from channel `ch` (`datagram` as for `Send`).
+    Recv {
+        ch: usize,
+        max: usize,
+        datagram: bool,
+    },
     /// Arrive at a barrier.
     BarrierWait(usize),
     /// Take a semaphore permit.
@@ -100,17 +122,10 @@ pub struct Semaphore {
     pub waiters: VecDeque<TaskId>,
 }
 
-/// Objects and the request slot.
+/// The objects simulated tasks share (the request and reply of the task
+/// being polled are in [`Mailbox`]).
 #[derive(Default)]
 pub struct World {
-    /// Simulated time of the poll in progress.
-    pub now: u64,
-    /// CPU of the task being polled.
-    pub cpu: usize,
-    /// The outstanding request of the task being polled.
-    pub slot: Option<Sys>,
-    /// The reply the task being polled receives.
-    pub reply: Option<Reply>,
     /// Channels.
     pub channels: Vec<Channel>,
     /// Barriers.
@@ -128,4 +143,54 @@ pub struct World {
     pub counters: Vec<workloads::CpuCounters>,
     /// Progress notes from the workload (the watchdog's heartbeat).
     pub progress: u64,
+}
+
+/// The world and the flag that says a channel closed, shared by the
+/// engine and every simulated task's environment.
+#[derive(Default)]
+pub struct Shared {
+    world: Mutex<World>,
+    /// The clock, CPU, request and reply of the task being polled.
+    pub mailbox: Mailbox,
+    /// Set (under the lock) when [`World::closed`] gets an entry; cleared
+    /// when the engine takes the list.
+    closed: AtomicBool,
+}
+
+impl Shared {
+    /// Shares `world`.
+    pub fn new(world: World) -> Shared {
+        Shared {
+            world: Mutex::new(world),
+            mailbox: Mailbox::default(),
+            closed: AtomicBool::new(false),
+        }
+    }
+
+    /// The world, locked.
+    pub fn lock(&self) -> MutexGuard<'_, World> {
+        // One host thread: the lock is always free (a second `lock` while
+        // holding it would spin forever, a simulator bug).
+        self.world.lock()
+    }
+
+    /// Notes, with the world locked as `w`, that channel `ch` closed.
+    pub fn note_closed(&self, w: &mut World, ch: usize) {
+        w.closed.push(ch);
+        self.closed.store(true, Ordering::Relaxed);
+    }
+
+    /// Did a channel close since the last [`Shared::take_closed`]? (No
+    /// lock: the engine asks after every call.)
+    #[inline]
+    pub fn any_closed(&self) -> bool {
+        self.closed.load(Ordering::Relaxed)
+    }
+
+    /// The channels that closed since the last call.
+    pub fn take_closed(&self) -> Vec<usize> {
+        let mut w = self.lock();
+        self.closed.store(false, Ordering::Relaxed);
+        std::mem::take(&mut w.closed)
+    }
 }
