@@ -47,35 +47,44 @@ impl<T> Small<T> {
     }
 
     /// Insert at `i` (0..=len), shifting later items.
+    #[inline]
     pub(crate) fn insert(&mut self, i: usize, x: T) {
         assert!(i <= self.len, "insert past the end");
-        if !self.heap.is_empty() {
-            self.heap.insert(i, x);
-        } else if self.len < 2 {
+        if self.len < 2 && self.heap.is_empty() {
+            // Inline and room left: the hot case (an operation's first or
+            // second lock), no call.
             if i == 0 && self.len == 1 {
                 self.inline[1] = self.inline[0].take();
             }
             self.inline[i] = Some(x);
+            self.len += 1;
         } else {
+            self.insert_cold(i, x);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn insert_cold(&mut self, i: usize, x: T) {
+        if self.heap.is_empty() {
             let mut v: Vec<T> = Vec::with_capacity(4);
             v.extend(self.inline.iter_mut().filter_map(|x| x.take()));
             v.insert(i, x);
             self.heap = v;
+        } else {
+            self.heap.insert(i, x);
         }
         self.len += 1;
     }
 
     /// Remove item `i`, shifting later items.
+    #[inline]
     pub(crate) fn remove(&mut self, i: usize) -> T {
         assert!(i < self.len, "remove past the end");
-        self.len -= 1;
         if !self.heap.is_empty() {
-            let x = self.heap.remove(i);
-            if self.heap.is_empty() {
-                self.heap = Vec::new();
-            }
-            return x;
+            return self.remove_cold(i);
         }
+        self.len -= 1;
         let x = self.inline[i].take().expect("in range");
         if i == 0 {
             self.inline[0] = self.inline[1].take();
@@ -83,11 +92,28 @@ impl<T> Small<T> {
         x
     }
 
+    #[cold]
+    #[inline(never)]
+    fn remove_cold(&mut self, i: usize) -> T {
+        self.len -= 1;
+        let x = self.heap.remove(i);
+        if self.heap.is_empty() {
+            self.heap = Vec::new();
+        }
+        x
+    }
+
     /// Remove the last item.
+    #[inline]
     pub(crate) fn pop(&mut self) -> Option<T> {
         match self.len {
             0 => None,
-            n => Some(self.remove(n - 1)),
+            // Inline: the last item moves out, nothing shifts.
+            n @ 1..=2 if self.heap.is_empty() => {
+                self.len = n - 1;
+                self.inline[n - 1].take()
+            }
+            n => Some(self.remove_cold(n - 1)),
         }
     }
 

@@ -52,6 +52,7 @@ impl<'a> SchedCore<'a> {
         true
     }
 
+    #[inline]
     pub(super) fn take_locks(
         &mut self,
         cpu: CpuId,
@@ -80,6 +81,7 @@ impl<'a> SchedCore<'a> {
     }
 
     /// Release `cpu`'s runqueue, publishing its snapshot.
+    #[inline]
     pub fn unlock(&mut self, cpu: CpuId) {
         if let Ok(i) = self.rqs.pos(cpu) {
             let (_, rq) = self.rqs.held.remove(i);
@@ -88,6 +90,7 @@ impl<'a> SchedCore<'a> {
         }
     }
 
+    #[inline]
     pub(super) fn unlock_all(&mut self) {
         while let Some((cpu, rq)) = self.rqs.held.pop() {
             self.shared.snap[cpu].publish(&rq);

@@ -177,6 +177,7 @@ impl Shared {
     }
 
     /// An operation context acting on `cpu`, holding `cpu`'s runqueue.
+    #[inline(always)]
     pub fn lock(&self, cpu: CpuId) -> SchedCore<'_> {
         let mut c = self.context(cpu);
         c.lock_also(cpu);
@@ -185,6 +186,7 @@ impl Shared {
 
     /// A context acting on `acting_cpu` that holds no runqueue yet
     /// (`acting_cpu == nr_cpus` names the whole-machine statistics slot).
+    #[inline(always)]
     pub fn context(&self, acting_cpu: CpuId) -> SchedCore<'_> {
         self.context_with(
             lock_or_report(&self.stats[acting_cpu], "statistics"),
@@ -192,6 +194,7 @@ impl Shared {
         )
     }
 
+    #[inline(always)]
     fn context_with<'a>(
         &'a self,
         stats: Guard<'a, SchedStats>,
@@ -261,7 +264,11 @@ impl Shared {
     /// `task_rq_lock(p)`: a context acting on `acting_cpu` that holds the
     /// runqueue `p` is homed on (retrying while `p` moves or is in
     /// transit). None if `p` is not alive.
+    #[inline(always)]
     pub fn lock_task(&self, p: TaskId, acting_cpu: CpuId) -> Option<SchedCore<'_>> {
+        // One context for every try (built in place, not moved per retry):
+        // its statistics and transit slots are the acting CPU's own.
+        let mut c = self.context(acting_cpu);
         loop {
             let cpu = match (self.task_loc.get(p.0 as usize)?.load(Relaxed) >> 32) as u32 {
                 NO_CPU => return None,
@@ -271,11 +278,11 @@ impl Shared {
                 }
                 c => c as CpuId,
             };
-            let mut c = self.context(acting_cpu);
             c.lock_also(cpu);
             if self.task_cpu(p) == Some(cpu) {
                 return Some(c);
             }
+            c.unlock(cpu);
         }
     }
 
