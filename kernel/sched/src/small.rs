@@ -126,6 +126,35 @@ impl<T> Small<T> {
         a.iter().filter_map(|x| x.as_ref()).chain(v.iter())
     }
 
+    /// The item whose key is `k` (a direct look at the two inline slots in
+    /// the common case, no index to re-check).
+    #[inline]
+    pub(crate) fn find_by_key<K: Eq>(&self, k: &K, f: impl Fn(&T) -> K) -> Option<&T> {
+        if self.heap.is_empty() {
+            match &self.inline {
+                [Some(a), _] if f(a) == *k => Some(a),
+                [Some(_), Some(b)] if f(b) == *k => Some(b),
+                _ => None,
+            }
+        } else {
+            self.heap.iter().find(|x| f(x) == *k)
+        }
+    }
+
+    /// [`Self::find_by_key`], mutably.
+    #[inline]
+    pub(crate) fn find_by_key_mut<K: Eq>(&mut self, k: &K, f: impl Fn(&T) -> K) -> Option<&mut T> {
+        if self.heap.is_empty() {
+            match &mut self.inline {
+                [Some(a), _] if f(a) == *k => Some(a),
+                [Some(_), Some(b)] if f(b) == *k => Some(b),
+                _ => None,
+            }
+        } else {
+            self.heap.iter_mut().find(|x| f(x) == *k)
+        }
+    }
+
     /// Binary search by a key (items are kept sorted by their callers).
     #[inline]
     pub(crate) fn search_by_key<K: Ord>(&self, k: &K, f: impl Fn(&T) -> K) -> Result<usize, usize> {
