@@ -148,11 +148,13 @@ impl CpuMask {
     }
 
     /// Set CPUs in increasing order (`for_each_cpu`).
-    pub fn iter(&self) -> impl Iterator<Item = CpuId> + '_ {
-        self.words().iter().enumerate().flat_map(|(i, &w)| BitIter {
-            word: w,
-            base: i * 64,
-        })
+    pub fn iter(&self) -> Iter<'_> {
+        Iter {
+            words: self.words(),
+            cur: 0,
+            base: 0,
+            next: 0,
+        }
     }
 
     /// Set CPUs starting at `start` and wrapping around (`for_each_cpu_wrap`):
@@ -249,6 +251,37 @@ impl CpuMask {
     }
 }
 
+/// [`CpuMask::iter`]'s iterator (`for_each_cpu`): set CPUs in increasing
+/// order, a word at a time.
+pub struct Iter<'a> {
+    words: &'a [u64],
+    /// Bits of the current word not yet returned.
+    cur: u64,
+    /// CPU number of the current word's bit 0.
+    base: usize,
+    /// Index of the next word to load.
+    next: usize,
+}
+
+impl Iterator for Iter<'_> {
+    type Item = CpuId;
+
+    #[inline]
+    fn next(&mut self) -> Option<CpuId> {
+        loop {
+            if self.cur != 0 {
+                let b = self.cur.trailing_zeros() as usize;
+                self.cur &= self.cur - 1;
+                return Some(self.base + b);
+            }
+            let w = *self.words.get(self.next)?;
+            self.cur = w;
+            self.base = self.next * 64;
+            self.next += 1;
+        }
+    }
+}
+
 /// [`CpuMask::iter_wrap`]'s iterator (`for_each_cpu_wrap`).
 pub struct WrapIter<'a> {
     words: &'a [u64],
@@ -290,23 +323,6 @@ impl Iterator for WrapIter<'_> {
             self.cur = self.words.get(wi).map_or(0, |w| w & m);
             self.base = wi * 64;
         }
-    }
-}
-
-struct BitIter {
-    word: u64,
-    base: usize,
-}
-
-impl Iterator for BitIter {
-    type Item = usize;
-    fn next(&mut self) -> Option<usize> {
-        if self.word == 0 {
-            return None;
-        }
-        let tz = self.word.trailing_zeros() as usize;
-        self.word &= self.word - 1;
-        Some(self.base + tz)
     }
 }
 
@@ -355,7 +371,7 @@ mod tests {
     use alloc::format;
 
     #[test]
-    fn iter_wrap_is_the_filtered_wrap_order() {
+    fn iter_and_iter_wrap_orders() {
         use alloc::vec::Vec;
         let mut x = 0x9e37_79b9_7f4a_7c15u64;
         for nr in [1usize, 8, 63, 64, 65, 130, 160, 192, 1100, 2000] {
@@ -369,13 +385,19 @@ mod tests {
                         m.set(c);
                     }
                 }
+                let all: Vec<usize> = (0..nr).filter(|&c| m.contains(c)).collect();
+                assert_eq!(m.iter().collect::<Vec<_>>(), all, "nr {nr}");
                 for start in [0, 1, 63, 64, 65, nr / 2, nr.saturating_sub(1), nr, nr + 70] {
                     let want: Vec<usize> = m
                         .iter()
                         .filter(|&c| c >= start)
                         .chain(m.iter().filter(|&c| c < start))
                         .collect();
-                    assert_eq!(m.iter_wrap(start).collect::<Vec<_>>(), want, "nr {nr} start {start}");
+                    assert_eq!(
+                        m.iter_wrap(start).collect::<Vec<_>>(),
+                        want,
+                        "nr {nr} start {start}"
+                    );
                 }
             }
         }
