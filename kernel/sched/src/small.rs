@@ -23,6 +23,16 @@ impl<T> Default for Small<T> {
 }
 
 impl<T> Small<T> {
+    /// One item.
+    #[inline]
+    pub(crate) fn one(x: T) -> Self {
+        Small {
+            len: 1,
+            inline: [Some(x), None],
+            heap: Vec::new(),
+        }
+    }
+
     #[inline]
     pub(crate) fn len(&self) -> usize {
         self.len
