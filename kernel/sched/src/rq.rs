@@ -277,6 +277,7 @@ pub struct RqSnap {
 
 impl RqSnap {
     /// Publish the values of `rq` (its lock holder, before unlocking).
+    #[inline]
     pub fn publish(&self, rq: &Rq) {
         let a = &rq.cfs.avg;
         self.curr.store(rq.curr.map_or(0, |t| t.0 + 1), Relaxed);

@@ -23,6 +23,16 @@ impl<T> Default for Small<T> {
 }
 
 impl<T> Small<T> {
+    /// One item.
+    #[inline]
+    pub(crate) fn one(x: T) -> Self {
+        Small {
+            len: 1,
+            inline: [Some(x), None],
+            heap: Vec::new(),
+        }
+    }
+
     #[inline]
     pub(crate) fn len(&self) -> usize {
         self.len
@@ -47,35 +57,44 @@ impl<T> Small<T> {
     }
 
     /// Insert at `i` (0..=len), shifting later items.
+    #[inline]
     pub(crate) fn insert(&mut self, i: usize, x: T) {
         assert!(i <= self.len, "insert past the end");
-        if !self.heap.is_empty() {
-            self.heap.insert(i, x);
-        } else if self.len < 2 {
+        if self.len < 2 && self.heap.is_empty() {
+            // Inline and room left: the hot case (an operation's first or
+            // second lock), no call.
             if i == 0 && self.len == 1 {
                 self.inline[1] = self.inline[0].take();
             }
             self.inline[i] = Some(x);
+            self.len += 1;
         } else {
+            self.insert_cold(i, x);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn insert_cold(&mut self, i: usize, x: T) {
+        if self.heap.is_empty() {
             let mut v: Vec<T> = Vec::with_capacity(4);
             v.extend(self.inline.iter_mut().filter_map(|x| x.take()));
             v.insert(i, x);
             self.heap = v;
+        } else {
+            self.heap.insert(i, x);
         }
         self.len += 1;
     }
 
     /// Remove item `i`, shifting later items.
+    #[inline]
     pub(crate) fn remove(&mut self, i: usize) -> T {
         assert!(i < self.len, "remove past the end");
-        self.len -= 1;
         if !self.heap.is_empty() {
-            let x = self.heap.remove(i);
-            if self.heap.is_empty() {
-                self.heap = Vec::new();
-            }
-            return x;
+            return self.remove_cold(i);
         }
+        self.len -= 1;
         let x = self.inline[i].take().expect("in range");
         if i == 0 {
             self.inline[0] = self.inline[1].take();
@@ -83,11 +102,28 @@ impl<T> Small<T> {
         x
     }
 
+    #[cold]
+    #[inline(never)]
+    fn remove_cold(&mut self, i: usize) -> T {
+        self.len -= 1;
+        let x = self.heap.remove(i);
+        if self.heap.is_empty() {
+            self.heap = Vec::new();
+        }
+        x
+    }
+
     /// Remove the last item.
+    #[inline]
     pub(crate) fn pop(&mut self) -> Option<T> {
         match self.len {
             0 => None,
-            n => Some(self.remove(n - 1)),
+            // Inline: the last item moves out, nothing shifts.
+            n @ 1..=2 if self.heap.is_empty() => {
+                self.len = n - 1;
+                self.inline[n - 1].take()
+            }
+            n => Some(self.remove_cold(n - 1)),
         }
     }
 
@@ -98,6 +134,35 @@ impl<T> Small<T> {
             (&[], &self.heap)
         };
         a.iter().filter_map(|x| x.as_ref()).chain(v.iter())
+    }
+
+    /// The item whose key is `k` (a direct look at the two inline slots in
+    /// the common case, no index to re-check).
+    #[inline]
+    pub(crate) fn find_by_key<K: Eq>(&self, k: &K, f: impl Fn(&T) -> K) -> Option<&T> {
+        if self.heap.is_empty() {
+            match &self.inline {
+                [Some(a), _] if f(a) == *k => Some(a),
+                [Some(_), Some(b)] if f(b) == *k => Some(b),
+                _ => None,
+            }
+        } else {
+            self.heap.iter().find(|x| f(x) == *k)
+        }
+    }
+
+    /// [`Self::find_by_key`], mutably.
+    #[inline]
+    pub(crate) fn find_by_key_mut<K: Eq>(&mut self, k: &K, f: impl Fn(&T) -> K) -> Option<&mut T> {
+        if self.heap.is_empty() {
+            match &mut self.inline {
+                [Some(a), _] if f(a) == *k => Some(a),
+                [Some(_), Some(b)] if f(b) == *k => Some(b),
+                _ => None,
+            }
+        } else {
+            self.heap.iter_mut().find(|x| f(x) == *k)
+        }
     }
 
     /// Binary search by a key (items are kept sorted by their callers).

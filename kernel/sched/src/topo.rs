@@ -99,11 +99,19 @@ impl SchedTopo {
     /// order. Siblings form one group per core, so this is the mask-free
     /// form of that scan: the hot paths allocate no scratch mask.
     pub fn first_of_core_in_scan(&self, span: &CpuMask, cpu: CpuId, start: CpuId) -> bool {
-        let n = self.nr_cpus;
-        let pos = |c: CpuId| (c + n - start) % n;
+        // `s` precedes `cpu` in the scan from `start` (wrapping): both on
+        // the same side of `start` and `s` lower, or `s` from `start` on
+        // and `cpu` below it (the order of `(c - start) mod nr_cpus`).
+        let before = |s: CpuId| {
+            if (s >= start) == (cpu >= start) {
+                s < cpu
+            } else {
+                s >= start
+            }
+        };
         !self.smt[cpu]
             .iter()
-            .any(|s| s != cpu && span.contains(s) && pos(s) < pos(cpu))
+            .any(|s| s != cpu && before(s) && span.contains(s))
     }
 
     /// How far a task moves from `a` to `b`.
@@ -151,6 +159,22 @@ mod tests {
         assert_eq!(t.distance(0, 8), MigrationDistance::OtherNode);
         let lvl = t.llc_level[0].unwrap();
         assert_eq!(t.sd(0)[lvl].span.weight(), 8);
+    }
+
+    #[test]
+    fn first_of_core_in_scan_is_the_modular_order() {
+        let t = SchedTopo::synthetic(&spec(2, 4, 4, 2)).unwrap();
+        let n = t.nr_cpus;
+        for start in 0..n {
+            for cpu in 0..n {
+                let span = &t.llc_span[cpu];
+                let pos = |c: CpuId| (c + n - start) % n;
+                let want = !t.smt[cpu]
+                    .iter()
+                    .any(|s| s != cpu && span.contains(s) && pos(s) < pos(cpu));
+                assert_eq!(t.first_of_core_in_scan(span, cpu, start), want);
+            }
+        }
     }
 
     #[test]

@@ -28,7 +28,7 @@ pub use domains::{
 };
 pub use error::TopologyError;
 pub use lscpu::{lscpu_table, numa_table};
-pub use mask::CpuMask;
+pub use mask::{CpuMask, Iter as CpuMaskIter, WrapIter};
 pub use synthetic::{MAX_SYNTHETIC_CPUS, SyntheticSpec, qemu_max_apic_id};
 pub use topo::{
     Cache, CacheKind, CpuTopo, LOCAL_DISTANCE, REMOTE_DISTANCE, Topology, default_distances,

@@ -148,19 +148,37 @@ impl CpuMask {
     }
 
     /// Set CPUs in increasing order (`for_each_cpu`).
-    pub fn iter(&self) -> impl Iterator<Item = CpuId> + '_ {
-        self.words().iter().enumerate().flat_map(|(i, &w)| BitIter {
-            word: w,
-            base: i * 64,
-        })
+    pub fn iter(&self) -> Iter<'_> {
+        Iter {
+            words: self.words(),
+            cur: 0,
+            base: 0,
+            next: 0,
+        }
     }
 
     /// Set CPUs starting at `start` and wrapping around (`for_each_cpu_wrap`):
     /// first the CPUs `>= start` in increasing order, then those `< start`.
-    pub fn iter_wrap(&self, start: CpuId) -> impl Iterator<Item = CpuId> + '_ {
-        self.iter()
-            .filter(move |&c| c >= start)
-            .chain(self.iter().filter(move |&c| c < start))
+    ///
+    /// Word by word (the start word's high bits, the later words, the
+    /// earlier words, the start word's low bits): no CPU is visited twice
+    /// and none is filtered out.
+    pub fn iter_wrap(&self, start: CpuId) -> WrapIter<'_> {
+        let words = self.words();
+        let nw = words.len();
+        // A start beyond the capacity: every set CPU is below it, so the
+        // order is plain ascending, as from 0.
+        let start = if start / 64 >= nw { 0 } else { start };
+        let sw = start / 64;
+        let low = (1u64 << (start % 64)) - 1;
+        WrapIter {
+            words,
+            cur: words.get(sw).map_or(0, |w| w & !low),
+            base: sw * 64,
+            sw,
+            low,
+            k: 0,
+        }
     }
 
     fn zip_with(&self, o: &Self, f: impl Fn(u64, u64) -> u64) -> Self {
@@ -233,20 +251,78 @@ impl CpuMask {
     }
 }
 
-struct BitIter {
-    word: u64,
+/// [`CpuMask::iter`]'s iterator (`for_each_cpu`): set CPUs in increasing
+/// order, a word at a time.
+pub struct Iter<'a> {
+    words: &'a [u64],
+    /// Bits of the current word not yet returned.
+    cur: u64,
+    /// CPU number of the current word's bit 0.
     base: usize,
+    /// Index of the next word to load.
+    next: usize,
 }
 
-impl Iterator for BitIter {
-    type Item = usize;
-    fn next(&mut self) -> Option<usize> {
-        if self.word == 0 {
-            return None;
+impl Iterator for Iter<'_> {
+    type Item = CpuId;
+
+    #[inline]
+    fn next(&mut self) -> Option<CpuId> {
+        loop {
+            if self.cur != 0 {
+                let b = self.cur.trailing_zeros() as usize;
+                self.cur &= self.cur - 1;
+                return Some(self.base + b);
+            }
+            let w = *self.words.get(self.next)?;
+            self.cur = w;
+            self.base = self.next * 64;
+            self.next += 1;
         }
-        let tz = self.word.trailing_zeros() as usize;
-        self.word &= self.word - 1;
-        Some(self.base + tz)
+    }
+}
+
+/// [`CpuMask::iter_wrap`]'s iterator (`for_each_cpu_wrap`).
+pub struct WrapIter<'a> {
+    words: &'a [u64],
+    /// Bits of the current word not yet returned.
+    cur: u64,
+    /// CPU number of the current word's bit 0.
+    base: usize,
+    /// Index of the start word.
+    sw: usize,
+    /// Bits of the start word below the start CPU.
+    low: u64,
+    /// Words loaded after the first (the start word's low part is the
+    /// last, at `k == words.len()`).
+    k: usize,
+}
+
+impl Iterator for WrapIter<'_> {
+    type Item = CpuId;
+
+    #[inline]
+    fn next(&mut self) -> Option<CpuId> {
+        loop {
+            if self.cur != 0 {
+                let b = self.cur.trailing_zeros() as usize;
+                self.cur &= self.cur - 1;
+                return Some(self.base + b);
+            }
+            let nw = self.words.len();
+            if self.k >= nw {
+                return None;
+            }
+            self.k += 1;
+            let (wi, m) = if self.k == nw {
+                (self.sw, self.low)
+            } else {
+                let wi = self.sw + self.k;
+                (if wi >= nw { wi - nw } else { wi }, u64::MAX)
+            };
+            self.cur = self.words.get(wi).map_or(0, |w| w & m);
+            self.base = wi * 64;
+        }
     }
 }
 
@@ -293,6 +369,39 @@ impl fmt::Debug for CpuMask {
 mod tests {
     use super::*;
     use alloc::format;
+
+    #[test]
+    fn iter_and_iter_wrap_orders() {
+        use alloc::vec::Vec;
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        for nr in [1usize, 8, 63, 64, 65, 130, 160, 192, 1100, 2000] {
+            for _ in 0..40 {
+                let mut m = CpuMask::new(nr);
+                for c in 0..nr {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    if x.is_multiple_of(3) {
+                        m.set(c);
+                    }
+                }
+                let all: Vec<usize> = (0..nr).filter(|&c| m.contains(c)).collect();
+                assert_eq!(m.iter().collect::<Vec<_>>(), all, "nr {nr}");
+                for start in [0, 1, 63, 64, 65, nr / 2, nr.saturating_sub(1), nr, nr + 70] {
+                    let want: Vec<usize> = m
+                        .iter()
+                        .filter(|&c| c >= start)
+                        .chain(m.iter().filter(|&c| c < start))
+                        .collect();
+                    assert_eq!(
+                        m.iter_wrap(start).collect::<Vec<_>>(),
+                        want,
+                        "nr {nr} start {start}"
+                    );
+                }
+            }
+        }
+    }
 
     #[test]
     fn cpulist_format() {

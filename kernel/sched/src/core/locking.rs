@@ -4,11 +4,9 @@
 
 use super::{Guard, SchedCore, lock_or_report};
 use crate::CpuId;
-use crate::pelt::Removed;
 use crate::rq::Rq;
 use crate::small::Small;
 use crate::task::TaskArena;
-use core::sync::atomic::Ordering::{Acquire, Relaxed};
 
 impl<'a> SchedCore<'a> {
     /// Number of CPUs.
@@ -52,6 +50,7 @@ impl<'a> SchedCore<'a> {
         true
     }
 
+    #[inline]
     pub(super) fn take_locks(
         &mut self,
         cpu: CpuId,
@@ -59,27 +58,13 @@ impl<'a> SchedCore<'a> {
         arena: Guard<'a, TaskArena>,
         at: usize,
     ) {
-        // Apply removals queued while this runqueue was not held.
-        let sh = self.shared;
-        let pending =
-            sh.removed_pending[cpu].load(Relaxed) && sh.removed_pending[cpu].swap(false, Acquire);
-        let r = if pending {
-            core::mem::take(&mut *lock_or_report(&sh.removed[cpu], "removed"))
-        } else {
-            Removed::default()
-        };
-        if r.nr != 0 {
-            let m = &mut rq.cfs.removed;
-            m.load_avg += r.load_avg;
-            m.util_avg += r.util_avg;
-            m.runnable_avg += r.runnable_avg;
-            m.nr += r.nr;
-        }
+        self.shared.apply_removed(cpu, &mut rq);
         self.rqs.held.insert(at, (cpu, rq));
         self.tasks.held.insert(at, (cpu, arena));
     }
 
     /// Release `cpu`'s runqueue, publishing its snapshot.
+    #[inline]
     pub fn unlock(&mut self, cpu: CpuId) {
         if let Ok(i) = self.rqs.pos(cpu) {
             let (_, rq) = self.rqs.held.remove(i);
@@ -88,6 +73,7 @@ impl<'a> SchedCore<'a> {
         }
     }
 
+    #[inline]
     pub(super) fn unlock_all(&mut self) {
         while let Some((cpu, rq)) = self.rqs.held.pop() {
             self.shared.snap[cpu].publish(&rq);

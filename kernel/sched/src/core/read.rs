@@ -12,6 +12,7 @@ use core::sync::atomic::Ordering::Relaxed;
 impl SchedCore<'_> {
     /// One field of any CPU: live if its runqueue is held, else from its
     /// snapshot (a single atomic load: scans read many CPUs).
+    #[inline]
     pub(super) fn read<T>(
         &self,
         cpu: CpuId,
@@ -30,6 +31,7 @@ impl SchedCore<'_> {
     }
 
     /// `sched_idle_cpu()` of any CPU.
+    #[inline]
     pub fn sched_idle_cpu(&self, cpu: CpuId) -> bool {
         self.read(
             cpu,
@@ -65,6 +67,7 @@ impl SchedCore<'_> {
     }
 
     /// `idle_cpu()` / `available_idle_cpu()` (no vCPU preemption here).
+    #[inline]
     pub fn idle_cpu(&self, cpu: CpuId) -> bool {
         self.read(
             cpu,
@@ -73,9 +76,20 @@ impl SchedCore<'_> {
         )
     }
 
-    /// `available_idle_cpu() || sched_idle_cpu()`.
+    /// `available_idle_cpu() || sched_idle_cpu()`: one lookup of the held
+    /// runqueues for both tests (the LLC scans call this per CPU).
+    #[inline]
     pub fn idle_ish(&self, cpu: CpuId) -> bool {
-        self.idle_cpu(cpu) || self.sched_idle_cpu(cpu)
+        match self.rqs.get(cpu) {
+            Some(r) => r.is_idle() || r.is_sched_idle(),
+            None => {
+                let s = &self.shared.snap[cpu];
+                (s.curr_idle.load(Relaxed) && s.nr_running.load(Relaxed) == 0) || {
+                    let n = s.nr_running.load(Relaxed);
+                    n > 0 && n == s.nr_idle.load(Relaxed)
+                }
+            }
+        }
     }
 
     /// `cpu_load()`: PELT load incl. blocked load (5.5+); with the

@@ -26,9 +26,9 @@ impl RqSet<'_> {
     }
 
     /// The runqueue of `cpu`, if held.
+    #[inline]
     pub fn get(&self, cpu: CpuId) -> Option<&Rq> {
-        let i = self.pos(cpu).ok()?;
-        self.held.get(i).map(|(_, g)| &**g)
+        self.held.find_by_key(&cpu, |(c, _)| *c).map(|(_, g)| &**g)
     }
 
     /// The held runqueues, by CPU.
@@ -41,9 +41,9 @@ impl core::ops::Index<CpuId> for RqSet<'_> {
     type Output = Rq;
     #[inline]
     fn index(&self, cpu: CpuId) -> &Rq {
-        match self.pos(cpu) {
-            Ok(i) => &self.held.get(i).expect("held").1,
-            Err(_) => panic!("runqueue {cpu} used without its lock"),
+        match self.held.find_by_key(&cpu, |(c, _)| *c) {
+            Some((_, g)) => g,
+            None => panic!("runqueue {cpu} used without its lock"),
         }
     }
 }
@@ -51,9 +51,9 @@ impl core::ops::Index<CpuId> for RqSet<'_> {
 impl core::ops::IndexMut<CpuId> for RqSet<'_> {
     #[inline]
     fn index_mut(&mut self, cpu: CpuId) -> &mut Rq {
-        match self.pos(cpu) {
-            Ok(i) => &mut self.held.get_mut(i).expect("held").1,
-            Err(_) => panic!("runqueue {cpu} used without its lock"),
+        match self.held.find_by_key_mut(&cpu, |(c, _)| *c) {
+            Some((_, g)) => g,
+            None => panic!("runqueue {cpu} used without its lock"),
         }
     }
 }
