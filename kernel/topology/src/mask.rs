@@ -269,10 +269,8 @@ impl Iterator for Iter<'_> {
     #[inline]
     fn next(&mut self) -> Option<CpuId> {
         loop {
-            if self.cur != 0 {
-                let b = self.cur.trailing_zeros() as usize;
-                self.cur &= self.cur - 1;
-                return Some(self.base + b);
+            if let Some(cpu) = take_lowest(&mut self.cur, self.base) {
+                return Some(cpu);
             }
             let w = *self.words.get(self.next)?;
             self.cur = w;
@@ -280,6 +278,17 @@ impl Iterator for Iter<'_> {
             self.next += 1;
         }
     }
+}
+
+/// The lowest set bit of `cur` as a CPU number (`base` + bit), cleared.
+#[inline(always)]
+fn take_lowest(cur: &mut u64, base: usize) -> Option<CpuId> {
+    if *cur == 0 {
+        return None;
+    }
+    let b = cur.trailing_zeros() as usize;
+    *cur &= *cur - 1;
+    Some(base + b)
 }
 
 /// [`CpuMask::iter_wrap`]'s iterator (`for_each_cpu_wrap`).
@@ -304,10 +313,8 @@ impl Iterator for WrapIter<'_> {
     #[inline]
     fn next(&mut self) -> Option<CpuId> {
         loop {
-            if self.cur != 0 {
-                let b = self.cur.trailing_zeros() as usize;
-                self.cur &= self.cur - 1;
-                return Some(self.base + b);
+            if let Some(cpu) = take_lowest(&mut self.cur, self.base) {
+                return Some(cpu);
             }
             let nw = self.words.len();
             if self.k >= nw {

@@ -23,6 +23,9 @@ pub struct SimEnv {
     pub(crate) sched: Arc<Scheduler<DynPolicy>>,
 }
 
+/// [`sent`] as the reply converter of a send.
+type SentFn = fn(Reply) -> Result<(), Closed>;
+
 impl SimEnv {
     pub(crate) fn lock(&self) -> MutexGuard<'_, World> {
         self.world.lock()
@@ -41,6 +44,23 @@ impl SimEnv {
             req: Some(sys),
             then,
         }
+    }
+
+    /// A send of `bytes` on `tx`; `copy` false for `sendfile()` (no copy
+    /// from the writer, no line transfer to the reader).
+    fn send_copying(
+        &self,
+        tx: &Tx,
+        bytes: usize,
+        copy: bool,
+    ) -> SysCall<'_, Result<(), Closed>, SentFn> {
+        let sys = Sys::Send {
+            ch: tx.ch,
+            left: bytes,
+            copy,
+            datagram: tx.datagram,
+        };
+        self.call_then(sys, sent)
     }
 }
 
@@ -190,23 +210,11 @@ impl Env for SimEnv {
     }
 
     fn send(&self, tx: &Tx, bytes: usize) -> impl Future<Output = Result<(), Closed>> + Send {
-        let sys = Sys::Send {
-            ch: tx.ch,
-            left: bytes,
-            copy: true,
-            datagram: tx.datagram,
-        };
-        self.call_then(sys, sent)
+        self.send_copying(tx, bytes, true)
     }
 
     fn sendfile(&self, tx: &Tx, bytes: usize) -> impl Future<Output = Result<(), Closed>> + Send {
-        let sys = Sys::Send {
-            ch: tx.ch,
-            left: bytes,
-            copy: false,
-            datagram: tx.datagram,
-        };
-        self.call_then(sys, sent)
+        self.send_copying(tx, bytes, false)
     }
 
     fn datagram_channel(&self, capacity: usize) -> (Tx, Rx) {

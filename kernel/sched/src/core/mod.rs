@@ -231,23 +231,12 @@ impl Shared {
         rq: Guard<'a, Rq>,
         arena: Guard<'a, TaskArena>,
     ) -> SchedCore<'a> {
-        SchedCore {
-            cfg: &self.cfg,
-            topo: &self.topo,
-            llc: &self.llc,
-            shared: self,
-            rqs: RqSet {
-                held: Small::one((cpu, rq)),
-            },
-            tasks: TaskSet {
-                shared: self,
-                held: Small::one((cpu, arena)),
-                transit,
-                loc: &self.task_loc,
-            },
+        self.context_of(
             stats,
-            resched: CpuList::new(),
-        }
+            transit,
+            Small::one((cpu, rq)),
+            Small::one((cpu, arena)),
+        )
     }
 
     #[inline(always)]
@@ -256,17 +245,27 @@ impl Shared {
         stats: Guard<'a, SchedStats>,
         transit: Guard<'a, Option<Task>>,
     ) -> SchedCore<'a> {
+        self.context_of(stats, transit, Small::default(), Small::default())
+    }
+
+    /// A context holding `rqs` and their `arenas` (the same CPUs, in order).
+    #[inline(always)]
+    fn context_of<'a>(
+        &'a self,
+        stats: Guard<'a, SchedStats>,
+        transit: Guard<'a, Option<Task>>,
+        rqs: Small<(CpuId, Guard<'a, Rq>)>,
+        arenas: Small<(CpuId, Guard<'a, TaskArena>)>,
+    ) -> SchedCore<'a> {
         SchedCore {
             cfg: &self.cfg,
             topo: &self.topo,
             llc: &self.llc,
             shared: self,
-            rqs: RqSet {
-                held: Small::default(),
-            },
+            rqs: RqSet { held: rqs },
             tasks: TaskSet {
                 shared: self,
-                held: Small::default(),
+                held: arenas,
                 transit,
                 loc: &self.task_loc,
             },
