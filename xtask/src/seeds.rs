@@ -233,24 +233,50 @@ pub const RECIPES: &[Recipe] = &[
     Recipe {
         seed: "003",
         title: "Gorman: heavy wakers lend wakee flips (mmtests hackbench-process-pipes)",
-        parts: &[Part {
-            name: "pipes",
-            args: &[
-                "--experiment",
-                "hackbench",
-                "--variant-features",
-                "WAKE_WIDE_HEAVY",
-                "--arg",
-                "fds=20",
-                "--arg",
-                "loops=20",
-                "--arg",
-                "transport=pipe",
-            ],
-            quick: &["--sweep", "groups=1,4,7,12,21,30,48"],
-            // mmtests' group stride up to schedlab's 8192-thread limit.
-            full: &["--sweep", "groups=1,4,7,12,21,30,48,79,110,141,172,203"],
-        }],
+        parts: &[
+            Part {
+                name: "pipes",
+                args: &[
+                    "--experiment",
+                    "hackbench",
+                    "--variant-features",
+                    "WAKE_WIDE_HEAVY",
+                    "--arg",
+                    "fds=20",
+                    "--arg",
+                    "loops=20",
+                    "--arg",
+                    "transport=pipe",
+                ],
+                quick: &["--sweep", "groups=1,4,7,12,21,30,48"],
+                // mmtests' group stride up to schedlab's 8192-thread limit.
+                full: &["--sweep", "groups=1,4,7,12,21,30,48,79,110,141,172,203"],
+            },
+            Part {
+                name: "tbench",
+                args: &[
+                    "--experiment",
+                    "tbench",
+                    "--variant-features",
+                    "WAKE_WIDE_HEAVY",
+                    "--arg",
+                    "duration_ms=200",
+                ],
+                // mmtests' tbench4 doubles the clients up to 4x the CPUs: 32 on
+                // the 8-CPU quick machine; the full sweep has every published
+                // client count (up to 1024, 2048 threads). The warmup covers
+                // the balancer's spreading of clients that fork placement
+                // left on the parent's node (docs/seeds.md, seed 003):
+                // ~0.2 s on the 8-CPU machine, ~2 s on 2s48-smt.
+                quick: &["--arg", "warmup_ms=200", "--sweep", "clients=1,2,4,8,16,32"],
+                full: &[
+                    "--arg",
+                    "warmup_ms=2000",
+                    "--sweep",
+                    "clients=1,2,4,8,16,32,64,128,256,512,1024",
+                ],
+            },
+        ],
         quick: &["--topology", "default"],
         full: &["--topology", "2s48-smt"],
     },

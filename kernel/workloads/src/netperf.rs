@@ -397,8 +397,19 @@ pub async fn run<E: Env>(env: &E, p: Params) -> Result<(), String> {
                 .await,
         );
     }
-    let (elapsed, end) =
-        crate::timed::run_for(env, &gate, noise, handles, &stop, duration_ns).await;
+    let (elapsed, end) = crate::timed::run_for(
+        env,
+        &gate,
+        noise,
+        handles,
+        &stop,
+        crate::timed::Phases {
+            warmup_ns: 0,
+            duration_ns,
+        },
+        || {},
+    )
+    .await;
 
     let v = |x: &AtomicU64| x.load(Ordering::Relaxed);
     let trans: u64 = books.iter().map(|b| v(&b.transactions)).sum();

@@ -31,9 +31,11 @@
 //!
 //! Result, as dbench prints it: MB/sec = 10^6 bytes per second of ReadX and
 //! WriteX payload (dbench's `child->bytes`), all clients summed, over the
-//! measured interval. Every request must be answered: requests and replies
-//! balance per byte. No warmup (tbench's default is a fifth of the run) and
-//! no per-operation latency table.
+//! measured interval. The interval follows a warmup (`warmup_ms`, dbench's
+//! `--warmup`, by default a fifth of `duration_ms` as in dbench) whose
+//! operations and scheduler statistics are not counted. Every request must
+//! be answered: requests and replies balance per byte, warmup included. No
+//! per-operation latency table.
 
 use alloc::format;
 use alloc::string::String;
@@ -65,8 +67,11 @@ pub const MAX_CLIENTS: u64 = 4096;
 pub struct Params {
     /// Client/server pairs (`tbench N`).
     pub clients: usize,
-    /// Test length (`-t`).
+    /// Test length (`-t`): the measured interval.
     pub duration_ns: u64,
+    /// Unmeasured run before it (dbench's `--warmup`; its default, a fifth
+    /// of `-t`, is this one's too).
+    pub warmup_ns: u64,
     /// Compute units the server spends per request.
     pub work: u64,
     /// Per-CPU kworker noise.
@@ -76,9 +81,12 @@ pub struct Params {
 impl Params {
     /// Reads the experiment's arguments (`clients` defaults to one per CPU).
     pub fn from_args(a: &mut Args<'_>, nr_cpus: usize) -> Result<Params, String> {
+        let clients = a.u64("clients", nr_cpus as u64, 1..=MAX_CLIENTS)? as usize;
+        let duration_ms = a.u64("duration_ms", 2000, 10..=3_600_000)?;
         Ok(Params {
-            clients: a.u64("clients", nr_cpus as u64, 1..=MAX_CLIENTS)? as usize,
-            duration_ns: a.u64("duration_ms", 2000, 10..=3_600_000)? * 1_000_000,
+            clients,
+            duration_ns: duration_ms * 1_000_000,
+            warmup_ns: a.u64("warmup_ms", duration_ms / 5, 0..=3_600_000)? * 1_000_000,
             work: a.u64("work", 100, 0..=100_000_000)?,
             noise: Noise::from_args(a)?,
         })
@@ -157,6 +165,9 @@ impl Script {
 struct Books {
     ops: AtomicU64,
     payload: AtomicU64,
+    /// `ops` and `payload` when the warmup ended.
+    warm_ops: AtomicU64,
+    warm_payload: AtomicU64,
     request_bytes_sent: AtomicU64,
     request_bytes_received: AtomicU64,
     replies: AtomicU64,
@@ -169,12 +180,14 @@ pub async fn run<E: Env>(env: &E, p: Params) -> Result<(), String> {
     let Params {
         clients,
         duration_ns,
+        warmup_ns,
         work,
         noise,
     } = p;
     env.log(format_args!(
-        "tbench: {clients} clients, {} ms, server work {work} units per request",
-        duration_ns / 1_000_000
+        "tbench: {clients} clients, {} ms after a {} ms warmup, server work {work} units per request",
+        duration_ns / 1_000_000,
+        warmup_ns / 1_000_000
     ));
     let gate = Arc::new(Gate::new(env, 2 * clients));
     let stop = Arc::new(AtomicBool::new(false));
@@ -240,14 +253,29 @@ pub async fn run<E: Env>(env: &E, p: Params) -> Result<(), String> {
         };
         handles.push(env.spawn(how(format!("tbench{i}")), client).await);
     }
+    let phases = crate::timed::Phases {
+        warmup_ns,
+        duration_ns,
+    };
+    let at_warm = || {
+        for b in &books {
+            b.warm_ops
+                .store(b.ops.load(Ordering::Relaxed), Ordering::Relaxed);
+            b.warm_payload
+                .store(b.payload.load(Ordering::Relaxed), Ordering::Relaxed);
+        }
+    };
     let (elapsed, end) =
-        crate::timed::run_for(env, &gate, noise, handles, &stop, duration_ns).await;
+        crate::timed::run_for(env, &gate, noise, handles, &stop, phases, at_warm).await;
 
     let v = |x: &AtomicU64| x.load(Ordering::Relaxed);
     let sum = |f: fn(&Books) -> &AtomicU64| books.iter().map(|b| v(f(b))).sum::<u64>();
-    let ops = sum(|b| &b.ops);
+    // Every operation, warmup included, for the books' check below.
+    let all_ops = sum(|b| &b.ops);
     let replies = sum(|b| &b.replies);
-    let payload = sum(|b| &b.payload);
+    // The measured interval's: after the warmup.
+    let ops = all_ops - sum(|b| &b.warm_ops);
+    let payload = sum(|b| &b.payload) - sum(|b| &b.warm_payload);
     let (req_sent, req_received) = (
         sum(|b| &b.request_bytes_sent),
         sum(|b| &b.request_bytes_received),
@@ -259,11 +287,17 @@ pub async fn run<E: Env>(env: &E, p: Params) -> Result<(), String> {
     // 10^6 bytes per second = bytes per ns x 1000; two decimals as dbench.
     let mb_x100 = payload * 100_000 / elapsed.max(1);
     let per_client = json_array(books.iter(), |w, b| {
-        write!(w, "{{\"ops\":{},\"bytes\":{}}}", v(&b.ops), v(&b.payload))
+        write!(
+            w,
+            "{{\"ops\":{},\"bytes\":{}}}",
+            v(&b.ops) - v(&b.warm_ops),
+            v(&b.payload) - v(&b.warm_payload)
+        )
     });
     let rec = Record::new("tbench")
         .u64("clients", clients as u64)
         .u64("work", work)
+        .u64("warmup_ns", warmup_ns)
         .u64("elapsed_ns", elapsed)
         .u64("ops", ops)
         .u64("bytes", payload)
@@ -279,9 +313,9 @@ pub async fn run<E: Env>(env: &E, p: Params) -> Result<(), String> {
         mb_x100 % 100
     ));
     // Every request was answered whole: the client stops after a reply.
-    if replies != ops || req_sent != req_received || rep_sent != rep_received || ops == 0 {
+    if replies != all_ops || req_sent != req_received || rep_sent != rep_received || ops == 0 {
         return Err(format!(
-            "tbench: {ops} operations, {replies} replies; requests {req_sent} bytes sent, {req_received} received; replies {rep_sent} sent, {rep_received} received"
+            "tbench: {all_ops} operations ({ops} measured), {replies} replies; requests {req_sent} bytes sent, {req_received} received; replies {rep_sent} sent, {rep_received} received"
         ));
     }
     Ok(())

@@ -168,8 +168,8 @@ fn map_002(row: &Row) -> Mapping {
     ))
 }
 
-/// mmtests hackbench-process-pipes by groups (40 tasks each); the tbench
-/// shape exists but no recipe part runs it yet.
+/// mmtests hackbench-process-pipes by groups (40 tasks each) and tbench4 by
+/// clients.
 fn map_003(row: &Row) -> Mapping {
     match row.benchmark.as_str() {
         "hackbench" => match row.arg_u64("groups") {
@@ -184,9 +184,16 @@ fn map_003(row: &Row) -> Mapping {
             ),
             None => not("no group count"),
         },
-        "tbench" => not(
-            "tbench: seed 003's recipe has no tbench part yet (the shape exists: experiment tbench)",
-        ),
+        "tbench" => match row.arg_u64("clients") {
+            Some(c) => cell(
+                "tbench",
+                c,
+                Some(
+                    "tbench: a fixed cycle of dbench's eight SMB operations for the loadfile; 200 ms runs; machine not stated",
+                ),
+            ),
+            None => not("no client count"),
+        },
         other => not(format!("{other}: no recipe part")),
     }
 }
@@ -228,12 +235,12 @@ mod tests {
     /// (mapped, not reproduced) per seed, counted by hand from the rows:
     /// 000: ua active + ua passive; 001: 10 threads rows + 5 TCP_RR + 5 UDP_RR rows;
     /// 002: 002-03, 002-04 and the three migration rows 002-11..13; 003: groups 1..203 = 12 rows (234, 265, 296
-    /// exceed 8192 threads); 004: all 18 rows, 6 tests x 3 placements.
+    /// exceed 8192 threads) + the 11 tbench4 rows (clients 1..1024); 004: all 18 rows, 6 tests x 3 placements.
     const EXPECTED: [(&str, usize, usize); 5] = [
         ("000", 2, 6),
         ("001", 20, 10),
         ("002", 5, 8),
-        ("003", 12, 14),
+        ("003", 23, 3),
         ("004", 18, 0),
     ];
 
@@ -335,7 +342,10 @@ mod tests {
         // 234 groups x 40 = 9360 threads > 8192; 203 x 40 = 8120 fits.
         assert!(matches!(m("003-13", true), Mapping::NotReproduced(ref w) if w.contains("9360")));
         assert!(matches!(m("003-12", true), Mapping::Cell { ref op, .. } if op == "203"));
-        assert!(matches!(m("003-22", true), Mapping::NotReproduced(ref w) if w.contains("tbench")));
+        // 003-22 is tbench4 with 64 clients.
+        assert!(
+            matches!(m("003-22", true), Mapping::Cell { part: "tbench", ref op, .. } if op == "64")
+        );
         assert!(
             matches!(m("004-14", false), Mapping::Cell { part: "cross-smt", ref op, .. } if op == "TCP_RR")
         );
