@@ -97,15 +97,23 @@ pub const RECIPES: &[Recipe] = &[
                 "--variant-features",
                 "WA_IDLE_PREV",
                 "--arg",
-                "phases=40",
-                "--arg",
                 "imbalance_pct=20",
                 // 0: intel_pstate (active); 4000: intel_cpufreq's kworkers.
                 "--sweep",
                 "kworker_period_us=0,4000",
             ],
-            quick: &[],
-            full: &[],
+            quick: &["--arg", "phases=40"],
+            // Class C sizes (docs/seeds.md, seed 000): ~4 MiB of arrays per
+            // thread (600-700 MB over 160 threads), ~2 ms between barriers
+            // and ~26 s in all, as ua.C's 200 time steps in Lawall's 26.6 s.
+            full: &[
+                "--arg",
+                "phases=12000",
+                "--arg",
+                "work=350000",
+                "--arg",
+                "working_set_kib=4096",
+            ],
         }],
         quick: &["--topology", "default"],
         full: &["--topology", "xeon-e7-8870v4"],
@@ -398,6 +406,26 @@ mod tests {
         }
         assert!(compare_args("999", false, &[]).is_err());
         assert!(compare_args("000", false, &["--bogus".into()]).is_err());
+    }
+
+    #[test]
+    fn seed_000_full_form_has_class_c_sizes() {
+        let r = recipe("000").unwrap();
+        let arg = |full: bool, key: &str| {
+            let w = part_words(r, &r.parts[0], full);
+            w.windows(2)
+                .filter(|w| w[0] == "--arg")
+                .find_map(|w| w[1].strip_prefix(key)?.strip_prefix('='))
+                .map(String::from)
+        };
+        assert_eq!(arg(false, "phases").as_deref(), Some("40"));
+        assert_eq!(arg(true, "phases").as_deref(), Some("12000"));
+        assert_eq!(arg(true, "working_set_kib").as_deref(), Some("4096"));
+        assert_eq!(arg(false, "working_set_kib"), None);
+        for full in [false, true] {
+            assert_eq!(arg(full, "imbalance_pct").as_deref(), Some("20"));
+            assert_eq!(sweep_values(r, &r.parts[0], full), ["0", "4000"]);
+        }
     }
 
     #[test]

@@ -35,6 +35,57 @@ fn seed000_wa_idle_prev_returns_idle_prev() {
     assert_eq!(s.stats().wake.wake_affine_success, 1);
 }
 
+/// The seed-000 diagnostic counts the wakeups where the patch's rule
+/// (prev_cpu idle -> prev_cpu) and the pre-5.11 chain (the weight test)
+/// disagree, with the switch on and off alike; only across LLCs does the
+/// wakee's CPU then differ.
+#[test]
+fn seed000_idle_prev_flips_are_counted_in_both_configurations() {
+    // prev cpu4 (other socket), idle with blocked load 2000 > waker's 1024:
+    // the weight test pulls to cpu0, the patch keeps cpu4.
+    for (features, cpu) in [("WA_IDLE_PREV", 4), ("NO_WA_IDLE_PREV", 0)] {
+        let (s, p) = seed000(features);
+        let r = s.wake_up(p, 0, false, 3000);
+        assert_eq!(r.cpu < 4, cpu < 4, "{features}: got {}", r.cpu);
+        let w = s.stats().wake;
+        assert_eq!(
+            (w.wa_idle_prev_flips, w.wa_idle_prev_flips_cross_llc),
+            (1, 1),
+            "{features}"
+        );
+    }
+    // prev cpu1 shares the waker's LLC: the rules disagree (flip counted,
+    // not cross-LLC) but select_idle_sibling(prev=1, target=0) takes the
+    // idle prev either way.
+    for features in ["WA_IDLE_PREV", "NO_WA_IDLE_PREV"] {
+        let mut s = two_sockets(features);
+        let p = sleeper_on(&mut s, 1, 1000);
+        let _waker = run_on(&mut s, 0, 2000);
+        set_load(&mut s, 0, 1024, 1024);
+        set_load(&mut s, 1, 2000, 0);
+        s.core().tasks[p].se.avg.load_avg = 100;
+        assert_eq!(s.wake_up(p, 0, false, 3000).cpu, 1, "{features}");
+        let w = s.stats().wake;
+        assert_eq!(
+            (w.wa_idle_prev_flips, w.wa_idle_prev_flips_cross_llc),
+            (1, 0),
+            "{features}"
+        );
+    }
+    // prev cpu4 idle carrying only the wakee's own load: the weight test
+    // (prev_eff = 100 - 100 = 0) keeps prev, so both rules give cpu4.
+    for features in ["WA_IDLE_PREV", "NO_WA_IDLE_PREV"] {
+        let mut s = two_sockets(features);
+        let p = sleeper_on(&mut s, 4, 1000);
+        let _waker = run_on(&mut s, 0, 2000);
+        set_load(&mut s, 0, 1024, 1024);
+        set_load(&mut s, 4, 100, 0);
+        s.core().tasks[p].se.avg.load_avg = 100;
+        assert_eq!(s.wake_up(p, 0, false, 3000).cpu, 4, "{features}");
+        assert_eq!(s.stats().wake.wa_idle_prev_flips, 0, "{features}");
+    }
+}
+
 #[test]
 fn seed000_runnable_load_in_wake_affine_weight() {
     // Pre-5.11 wake_affine_idle: the weight test decides.

@@ -68,6 +68,19 @@ pub fn wake_affine_idle(
     prev_cpu: CpuId,
     sync: bool,
 ) -> Option<CpuId> {
+    let idle_prev = core.cfg.features.has(Feat::WaIdlePrev);
+    wake_affine_idle_rules(core, this_cpu, prev_cpu, sync, idle_prev)
+}
+
+/// `wake_affine_idle` with (v5.11, Lawall d8fcb81f1acf) or without
+/// (pre-5.11) the final "prev_cpu idle -> prev_cpu" rule.
+fn wake_affine_idle_rules(
+    core: &SchedCore,
+    this_cpu: CpuId,
+    prev_cpu: CpuId,
+    sync: bool,
+    idle_prev: bool,
+) -> Option<CpuId> {
     if core.idle_cpu(this_cpu) && core.topo.share_cache(this_cpu, prev_cpu) {
         return Some(if core.idle_cpu(prev_cpu) {
             prev_cpu
@@ -79,10 +92,40 @@ pub fn wake_affine_idle(
         return Some(this_cpu);
     }
     // Seed 000 (Lawall, v5.11): an idle prev_cpu wins over the load test.
-    if core.cfg.features.has(Feat::WaIdlePrev) && core.idle_cpu(prev_cpu) {
+    if idle_prev && core.idle_cpu(prev_cpu) {
         return Some(prev_cpu);
     }
     None
+}
+
+/// Seed 000 diagnostic, counted with WA_IDLE_PREV on and off alike (the
+/// mainline chain WA_IDLE then WA_WEIGHT only): the wakeups where the
+/// patch's rule decides otherwise than the pre-5.11 chain would, i.e. the
+/// first two rules of `wake_affine_idle` do not decide, prev_cpu is idle
+/// and `wake_affine_weight` picks this_cpu. `wa_idle_prev_flips_cross_llc`
+/// counts those of them where prev_cpu and this_cpu do not share an LLC:
+/// only there does the wakee's CPU change, since within an LLC
+/// select_idle_sibling(prev, this) takes the idle prev_cpu anyway.
+fn count_idle_prev_flips(
+    core: &mut SchedCore,
+    this_cpu: CpuId,
+    sd_level: usize,
+    p: TaskId,
+    prev_cpu: CpuId,
+    sync: bool,
+) {
+    if wake_affine_idle_rules(core, this_cpu, prev_cpu, sync, false).is_some()
+        || !core.idle_cpu(prev_cpu)
+    {
+        return;
+    }
+    let pct = core.topo.sd(this_cpu)[sd_level].imbalance_pct;
+    if wake_affine_weight(core, pct, p, this_cpu, prev_cpu, sync) == Some(this_cpu) {
+        core.stats.wake.wa_idle_prev_flips += 1;
+        if !core.topo.share_cache(this_cpu, prev_cpu) {
+            core.stats.wake.wa_idle_prev_flips_cross_llc += 1;
+        }
+    }
 }
 
 /// `wake_affine_weight(sd, p, this_cpu, prev_cpu, sync)` with the domain's
@@ -256,6 +299,9 @@ pub fn wake_affine_idle_flag(
             }
         }
     } else {
+        if f.has(Feat::WaIdle) && f.has(Feat::WaWeight) && !f.has(Feat::WaIdlerLlc) {
+            count_idle_prev_flips(core, this_cpu, sd_level, p, prev_cpu, sync);
+        }
         if f.has(Feat::WaIdle) {
             target = wake_affine_idle(core, this_cpu, prev_cpu, sync);
             if target.is_some() {

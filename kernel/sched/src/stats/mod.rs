@@ -163,6 +163,14 @@ counters!(
         wa_idle_decided,
         /// wake_affine_weight decided for this_cpu.
         wa_weight_this,
+        /// Seed 000: prev_cpu idle and undecided by wake_affine_idle's first
+        /// two rules while wake_affine_weight picks this_cpu: where
+        /// WA_IDLE_PREV (prev_cpu) and the pre-5.11 chain (this_cpu) differ.
+        /// Counted with the switch on and off.
+        wa_idle_prev_flips,
+        /// ... of them, prev_cpu and this_cpu in different LLCs (the wakee's
+        /// CPU changes; within an LLC select_idle_sibling takes prev anyway).
+        wa_idle_prev_flips_cross_llc,
         /// wake_affine_idler_llc decided (WA_IDLER_LLC, Srikar v3 4/8).
         wa_idler_llc,
         /// ... by claiming an LLC's recorded idle core.
