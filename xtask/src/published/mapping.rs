@@ -189,7 +189,7 @@ fn map_003(row: &Row) -> Mapping {
                 "tbench",
                 c,
                 Some(
-                    "tbench: a fixed cycle of dbench's eight SMB operations for the loadfile; 200 ms runs; machine not stated",
+                    "tbench: a fixed cycle of dbench's eight SMB operations for the loadfile; 200 ms measured after a warmup (0.2 s quick, 2 s full); machine not stated",
                 ),
             ),
             None => not("no client count"),
