@@ -400,13 +400,19 @@ pub(super) extern "sysv64" fn thread_start() -> ! {
     let off = irq::disable();
     finish_switch(&off);
     irq::enable(off);
-    let me = current().expect("thread_start without a current thread");
+    // No reference to the thread may stay in this frame: `exit` never
+    // returns, so one held here would never drop (the thread, and its
+    // address space, would leak).
+    let (tid, entry) = {
+        let me = current().expect("thread_start without a current thread");
+        (me.tid, me.take_entry())
+    };
     // `--seed`: a seed-derived spin before the body (see `jitter`).
-    let jitter = super::jitter::start_jitter_ns(me.tid);
+    let jitter = super::jitter::start_jitter_ns(tid);
     if jitter > 0 {
         super::jitter::burn(jitter);
     }
-    if let Some(entry) = me.take_entry() {
+    if let Some(entry) = entry {
         entry();
     }
     exit()
