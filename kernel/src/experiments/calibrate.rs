@@ -12,6 +12,12 @@
 //!
 //! - **context switch**: two threads bound to CPU 0 yield to each other; one
 //!   `yield_now` is two switches;
+//! - **address-space switch**: the same with the two threads in two
+//!   processes (each its own PML4, so every switch loads CR3) minus the same
+//!   with them in one process (no CR3 load): `switch_mm`'s cost, CR3 load
+//!   and the TLB refill it causes on the yield path; also whether the
+//!   kernel's mappings are global (CR4.PGE, G bits), which decides what a
+//!   CR3 load flushes;
 //! - **kernel paths on one CPU**: a 1-byte pipe write + read, the same with
 //!   4 KiB (copy cost), an uncontended semaphore up + down, thread creation;
 //!   compute units (`workloads::args::compute`) alone and next to a busy SMT
@@ -46,6 +52,7 @@ use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use crate::arch::qemu::ExitCode;
 use crate::arch::{ipi, time};
 use crate::machine::Machine;
+use crate::mm::space::{self, AddressSpace};
 use crate::record::{Emit, Record, json_array, json_string};
 use crate::sync::{IrqSpinLock, Semaphore, pipe};
 use crate::task::{self, SpawnOptions, sched::running_thread_id};
@@ -73,10 +80,21 @@ fn ns_since(t0: u64) -> u64 {
 }
 
 fn pinned(name: &str, cpu: usize, f: impl FnOnce() + Send + 'static) -> task::JoinHandle {
+    pinned_in(name, cpu, None, f)
+}
+
+/// A thread bound to `cpu` in address space `space` (None: a kernel thread).
+fn pinned_in(
+    name: &str,
+    cpu: usize,
+    space: Option<Arc<AddressSpace>>,
+    f: impl FnOnce() + Send + 'static,
+) -> task::JoinHandle {
     task::spawn(
         SpawnOptions {
             name: name.into(),
             pinned: Some(cpu),
+            space,
             ..Default::default()
         },
         f,
@@ -85,9 +103,18 @@ fn pinned(name: &str, cpu: usize, f: impl FnOnce() + Send + 'static) -> task::Jo
 
 /// Runs `f` on a thread bound to `cpu` and returns its result.
 fn on_cpu<T: Send + 'static>(cpu: usize, f: impl FnOnce() -> T + Send + 'static) -> T {
+    on_cpu_in(cpu, None, f)
+}
+
+/// [`on_cpu`] with the thread in address space `space`.
+fn on_cpu_in<T: Send + 'static>(
+    cpu: usize,
+    space: Option<Arc<AddressSpace>>,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> T {
     let out = Arc::new(IrqSpinLock::new(None));
     let o = out.clone();
-    pinned("calib", cpu, move || {
+    pinned_in("calib", cpu, space, move || {
         let v = f();
         *o.lock() = Some(v);
     })
@@ -149,16 +176,28 @@ fn context_switch(cpu: usize, rounds: usize) -> (u64, u64) {
             })
             .collect::<Vec<_>>()
     });
+    (yield_pair(cpu, rounds, None, None), median(lone))
+}
+
+/// One switch between two threads bound to `cpu` that yield to each other,
+/// the first in address space `a`, its partner in `b`: half the median
+/// `yield_now`.
+fn yield_pair(
+    cpu: usize,
+    rounds: usize,
+    a: Option<Arc<AddressSpace>>,
+    b: Option<Arc<AddressSpace>>,
+) -> u64 {
     let ready = Arc::new(AtomicUsize::new(0));
     let done = Arc::new(AtomicBool::new(false));
     let (r2, d2) = (ready.clone(), done.clone());
-    let partner = pinned("yield-b", cpu, move || {
+    let partner = pinned_in("yield-b", cpu, b, move || {
         r2.fetch_add(1, Ordering::AcqRel);
         while !d2.load(Ordering::Acquire) {
             task::yield_now();
         }
     });
-    let pair = on_cpu(cpu, move || {
+    let pair = on_cpu_in(cpu, a, move || {
         ready.fetch_add(1, Ordering::AcqRel);
         while ready.load(Ordering::Acquire) < 2 {
             task::yield_now();
@@ -177,7 +216,49 @@ fn context_switch(cpu: usize, rounds: usize) -> (u64, u64) {
         v
     });
     partner.join();
-    (median(pair) / 2, median(lone))
+    median(pair) / 2
+}
+
+/// The address-space switch on `cpu`: a switch between threads of two
+/// processes and one between two threads of one process (ns each), and the
+/// CR3 loads `cpu` made during the two-process pairs.
+struct MmSwitch {
+    process_ns: u64,
+    thread_ns: u64,
+    loads: u64,
+}
+
+fn mm_switch(cpu: usize, rounds: usize) -> MmSwitch {
+    let (created0, freed0) = space::counts();
+    let one = AddressSpace::new();
+    let thread_ns = yield_pair(cpu, rounds, Some(one.clone()), Some(one));
+    watchdog::progress();
+    let loads0 = task::sched::cpu_state(cpu)
+        .mm_switches
+        .load(Ordering::Relaxed);
+    let process_ns = yield_pair(
+        cpu,
+        rounds,
+        Some(AddressSpace::new()),
+        Some(AddressSpace::new()),
+    );
+    let loads = task::sched::cpu_state(cpu)
+        .mm_switches
+        .load(Ordering::Relaxed)
+        - loads0;
+    // The last space stays loaded on `cpu` (lazy TLB) until it leaves it.
+    task::sched::leave_lazy_mms();
+    let (created, freed) = space::counts();
+    assert_eq!(
+        created - created0,
+        freed - freed0,
+        "calibrate: an address space was not freed"
+    );
+    MmSwitch {
+        process_ns,
+        thread_ns,
+        loads,
+    }
 }
 
 /// Kernel path costs on one CPU, ns: (pipe call, copy per byte x 1000,
@@ -514,6 +595,18 @@ pub fn run(m: &Machine, args: &mut workloads::args::Args<'_>) -> Result<ExitCode
     watchdog::arm(60_000_000_000);
     let (ctx, lone_yield) = context_switch(a, rounds);
     watchdog::progress();
+    let mm = mm_switch(a, rounds);
+    let globals = space::global_mappings();
+    log::info!(
+        "calibrate: switch between two processes {} ns, two threads of one process {} ns ({} CR3 loads); CR4.PGE {}, {} of {} kernel pages global",
+        mm.process_ns,
+        mm.thread_ns,
+        mm.loads,
+        globals.cr4_pge,
+        globals.global_leaves,
+        globals.leaves
+    );
+    watchdog::progress();
     let paths = kernel_paths(a, rounds);
     watchdog::progress();
     let parts = partners(m, a);
@@ -650,6 +743,20 @@ pub fn run(m: &Machine, args: &mut workloads::args::Args<'_>) -> Result<ExitCode
         .u64("line_bytes", line as u64)
         .u64("context_switch_ns", ctx)
         .u64("yield_alone_ns", lone_yield)
+        .raw(
+            "mm",
+            &alloc::format!(
+                "{{\"process_switch_ns\":{},\"thread_switch_ns\":{},\"switch_ns\":{},\"cr3_loads\":{},\"cr4_pge\":{},\"cr4_pcide\":{},\"pages\":{},\"global_pages\":{}}}",
+                mm.process_ns,
+                mm.thread_ns,
+                mm.process_ns.saturating_sub(mm.thread_ns),
+                mm.loads,
+                globals.cr4_pge,
+                globals.cr4_pcide,
+                globals.leaves,
+                globals.global_leaves
+            ),
+        )
         .u64("pipe_call_ns", paths.pipe_call_ns)
         .u64("copy_ps_per_byte", paths.copy_ps_per_byte)
         .u64("semaphore_op_ns", paths.sem_op_ns)
