@@ -505,31 +505,48 @@ pub fn profile_toml(records: &[Value], source: &str) -> Result<String> {
     );
     let mut lines = vec![same];
     lines.extend(line_params);
-    let mm = vec![
-        builtin(
+    // [mm] switch_ns: the kernel gives each process its own PML4, so a
+    // switch between threads of two processes loads CR3; calibrate times
+    // one on CPU 0 minus a switch between two threads of one process. No
+    // PCID there, so that difference includes the TLB refill of whatever
+    // the yield path touches. A log from before the measurement (no `mm`
+    // field) keeps the built-in value.
+    let mm_switch = match cal["mm"]["switch_ns"].as_u64() {
+        Some(ns) => measured(
+            "switch_ns",
+            ns as f64,
+            &format!(
+                "a switch between threads of two processes bound to CPU 0 ({} ns) minus one between two threads of one process ({} ns): CR3 load without PCID, TLB refill of the yield path included",
+                cal["mm"]["process_switch_ns"], cal["mm"]["thread_switch_ns"]
+            ),
+        ),
+        None => builtin(
             "switch_ns",
             base.mm.switch_ns,
-            "one address space in schedlab",
+            "this log's calibrate record has no mm field: it predates the measurement",
         ),
+    };
+    let mm = vec![
+        mm_switch,
         builtin(
             "asids",
             base.mm.asids as f64,
-            "one address space in schedlab",
+            "schedlab's kernel uses no PCID (every CR3 load flushes the TLB); Linux's 6 slots",
         ),
         builtin(
             "base_pages",
             base.mm.base_pages as f64,
-            "one address space in schedlab",
+            "schedlab processes have no user pages to count",
         ),
         builtin(
             "page_walk_ns",
             base.mm.page_walk_ns,
-            "one address space in schedlab",
+            "a page walk is not timed",
         ),
         builtin(
             "tlb_entries",
             base.mm.tlb_entries as f64,
-            "one address space in schedlab",
+            "the TLB size is not probed",
         ),
     ];
     cache.push(dram);
@@ -833,6 +850,41 @@ mod tests {
         });
         let note = note_of(&toml, "mlp");
         assert_eq!(note.starts_with("# measured: "), solvable, "{note}");
+    }
+
+    #[test]
+    fn the_address_space_switch_is_measured_when_the_record_has_it() {
+        // The fixture predates the measurement: built-in value, said so.
+        let r = records();
+        let toml = profile_toml(&r, "fixture.log").unwrap();
+        assert!(
+            note_of(&toml, "switch_ns").contains("has no mm field"),
+            "{toml}"
+        );
+        // The same record with the field: the difference lands in mm.switch_ns.
+        let mut r = records();
+        let c = r
+            .iter_mut()
+            .rev()
+            .find(|v| v["type"] == "calibrate")
+            .unwrap();
+        c["mm"] = serde_json::json!({
+            "process_switch_ns": 12214, "thread_switch_ns": 3705, "switch_ns": 8509,
+            "cr3_loads": 403, "cr4_pge": false, "cr4_pcide": false,
+            "pages": 3135, "global_pages": 0
+        });
+        let toml = profile_toml(&r, "fixture.log").unwrap();
+        let p = Profile::parse(&toml).unwrap();
+        let base = Profile::default_profile();
+        assert_eq!(p.mm.switch_ns, 8509.0);
+        assert_eq!(p.mm.asids, base.mm.asids);
+        assert_eq!(p.mm.page_walk_ns, base.mm.page_walk_ns);
+        let note = note_of(&toml, "switch_ns");
+        assert!(note.starts_with("# measured: "), "{note}");
+        assert!(
+            note.contains("(12214 ns)") && note.contains("(3705 ns)"),
+            "{note}"
+        );
     }
 
     #[test]
