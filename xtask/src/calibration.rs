@@ -853,6 +853,22 @@ mod tests {
     }
 
     #[test]
+    fn a_log_with_the_mm_field_gives_the_measured_switch() {
+        // 2 vCPUs (1 socket x 2 cores), multi-threaded TCG, rounds=200.
+        let log = include_str!("../tests/fixtures/calibrate-qemu-tcg-mm.log");
+        let r = log_records(log.as_bytes()).unwrap();
+        let mm = &cal(&r)["mm"];
+        let p = Profile::parse(&profile_toml(&r, "mm.log").unwrap()).unwrap();
+        let want =
+            mm["process_switch_ns"].as_u64().unwrap() - mm["thread_switch_ns"].as_u64().unwrap();
+        assert_eq!(mm["switch_ns"].as_u64().unwrap(), want);
+        assert!(want > 0);
+        assert_eq!(p.mm.switch_ns, want as f64);
+        // Two CR3 loads per sampled round trip, 200 rounds.
+        assert!(mm["cr3_loads"].as_u64().unwrap() >= 400, "{mm}");
+    }
+
+    #[test]
     fn the_address_space_switch_is_measured_when_the_record_has_it() {
         // The fixture predates the measurement: built-in value, said so.
         let r = records();

@@ -11,7 +11,7 @@
 //! timed with the TSC:
 //!
 //! - **context switch**: two threads bound to CPU 0 yield to each other; one
-//!   `yield_now` is two switches;
+//!   `yield_now` after which the partner ran once is two switches;
 //! - **address-space switch**: the same with the two threads in two
 //!   processes (each its own PML4, so every switch loads CR3) minus the same
 //!   with them in one process (no CR3 load): `switch_mm`'s cost, CR3 load
@@ -181,7 +181,11 @@ fn context_switch(cpu: usize, rounds: usize) -> (u64, u64) {
 
 /// One switch between two threads bound to `cpu` that yield to each other,
 /// the first in address space `a`, its partner in `b`: half the median
-/// `yield_now`.
+/// `yield_now` over those after which the partner ran exactly once (a
+/// round trip of two switches). A yield that got the CPU straight back
+/// (CFS picks the yielder again while the partner's vruntime is ahead by
+/// more than the wakeup granularity, as right after it was forked) is not
+/// a sample; at most `100 x rounds` yields are tried.
 fn yield_pair(
     cpu: usize,
     rounds: usize,
@@ -190,10 +194,12 @@ fn yield_pair(
 ) -> u64 {
     let ready = Arc::new(AtomicUsize::new(0));
     let done = Arc::new(AtomicBool::new(false));
-    let (r2, d2) = (ready.clone(), done.clone());
+    let turns = Arc::new(AtomicU64::new(0));
+    let (r2, d2, t2) = (ready.clone(), done.clone(), turns.clone());
     let partner = pinned_in("yield-b", cpu, b, move || {
         r2.fetch_add(1, Ordering::AcqRel);
         while !d2.load(Ordering::Acquire) {
+            t2.fetch_add(1, Ordering::Relaxed);
             task::yield_now();
         }
     });
@@ -202,16 +208,22 @@ fn yield_pair(
         while ready.load(Ordering::Acquire) < 2 {
             task::yield_now();
         }
-        let v = (0..rounds)
-            .map(|i| {
-                if i % 64 == 0 {
-                    watchdog::progress();
-                }
-                let t0 = time::rdtsc();
-                task::yield_now();
-                ns_since(t0)
-            })
-            .collect::<Vec<_>>();
+        let mut v = Vec::with_capacity(rounds);
+        for i in 0..100 * rounds {
+            if v.len() == rounds {
+                break;
+            }
+            if i % 64 == 0 {
+                watchdog::progress();
+            }
+            let before = turns.load(Ordering::Relaxed);
+            let t0 = time::rdtsc();
+            task::yield_now();
+            let ns = ns_since(t0);
+            if turns.load(Ordering::Relaxed) == before + 1 {
+                v.push(ns);
+            }
+        }
         done.store(true, Ordering::Release);
         v
     });
