@@ -538,11 +538,26 @@ pub fn profile_toml(records: &[Value], source: &str) -> Result<String> {
             base.mm.base_pages as f64,
             "schedlab processes have no user pages to count",
         ),
-        builtin(
-            "page_walk_ns",
-            base.mm.page_walk_ns,
-            "a page walk is not timed",
-        ),
+        match cal["mm"]["page_walk_ps"].as_u64() {
+            Some(ps) if ps > 0 => measured(
+                "page_walk_ns",
+                ps as f64 / 1000.0,
+                &format!(
+                    "one word in each of {} pages of {} bytes read right after a TLB flush minus warm, per page (the model's walks are of 4 KiB pages; a 2 MiB page's walk has one level less)",
+                    cal["mm"]["walk_pages"], cal["mm"]["page_bytes"]
+                ),
+            ),
+            Some(_) => builtin(
+                "page_walk_ns",
+                base.mm.page_walk_ns,
+                "measured 0: a TLB miss cost nothing on this clock (QEMU icount counts instructions)",
+            ),
+            None => builtin(
+                "page_walk_ns",
+                base.mm.page_walk_ns,
+                "this log's calibrate record has no page walk: it predates the measurement",
+            ),
+        },
         builtin(
             "tlb_entries",
             base.mm.tlb_entries as f64,
@@ -698,6 +713,15 @@ mod tests {
 
     fn cal(records: &[Value]) -> &Value {
         record(records, "calibrate").unwrap()
+    }
+
+    /// The `mm` field of the last calibrate record.
+    fn c_mm(r: &mut [Value]) -> &mut Value {
+        &mut r
+            .iter_mut()
+            .rev()
+            .find(|v| v["type"] == "calibrate")
+            .unwrap()["mm"]
     }
 
     /// The comment line right above `key = ...` in the profile text.
@@ -866,10 +890,13 @@ mod tests {
         assert_eq!(p.mm.switch_ns, want as f64);
         // Two CR3 loads per sampled round trip, 200 rounds.
         assert!(mm["cr3_loads"].as_u64().unwrap() >= 400, "{mm}");
+        let walk = mm["page_walk_ps"].as_u64().unwrap();
+        assert!(walk > 0, "{mm}");
+        assert_eq!(p.mm.page_walk_ns, walk as f64 / 1000.0);
     }
 
     #[test]
-    fn the_address_space_switch_is_measured_when_the_record_has_it() {
+    fn the_address_space_switch_and_page_walk_are_measured_when_the_record_has_them() {
         // The fixture predates the measurement: built-in value, said so.
         let r = records();
         let toml = profile_toml(&r, "fixture.log").unwrap();
@@ -890,11 +917,24 @@ mod tests {
             "pages": 3135, "global_pages": 0
         });
         let toml = profile_toml(&r, "fixture.log").unwrap();
+        assert!(
+            note_of(&toml, "page_walk_ns").contains("has no page walk"),
+            "{toml}"
+        );
+        // With a page walk; 0 (icount) keeps the built-in value.
+        c_mm(&mut r)["page_walk_ps"] = serde_json::json!(110_723);
+        c_mm(&mut r)["walk_pages"] = serde_json::json!(8);
+        c_mm(&mut r)["page_bytes"] = serde_json::json!(2_097_152);
+        let toml = profile_toml(&r, "fixture.log").unwrap();
         let p = Profile::parse(&toml).unwrap();
         let base = Profile::default_profile();
         assert_eq!(p.mm.switch_ns, 8509.0);
         assert_eq!(p.mm.asids, base.mm.asids);
-        assert_eq!(p.mm.page_walk_ns, base.mm.page_walk_ns);
+        assert!((p.mm.page_walk_ns - 110.723).abs() < 1e-9);
+        assert!(note_of(&toml, "page_walk_ns").contains("8 pages of 2097152 bytes"));
+        c_mm(&mut r)["page_walk_ps"] = serde_json::json!(0);
+        let zero = Profile::parse(&profile_toml(&r, "icount.log").unwrap()).unwrap();
+        assert_eq!(zero.mm.page_walk_ns, base.mm.page_walk_ns);
         let note = note_of(&toml, "switch_ns");
         assert!(note.starts_with("# measured: "), "{note}");
         assert!(

@@ -18,6 +18,9 @@
 //!   and the TLB refill it causes on the yield path; also whether the
 //!   kernel's mappings are global (CR4.PGE, G bits), which decides what a
 //!   CR3 load flushes;
+//! - **page walk**: one word in each of up to 64 pages of the chase buffer
+//!   (the physical-memory window's pages, 2 MiB under the bootloader) read
+//!   right after a TLB flush and again warm; the difference per page;
 //! - **kernel paths on one CPU**: a 1-byte pipe write + read, the same with
 //!   4 KiB (copy cost), an uncontended semaphore up + down, thread creation;
 //!   compute units (`workloads::args::compute`) alone and next to a busy SMT
@@ -592,6 +595,44 @@ struct Dist {
     refill: Vec<(usize, u64, u64)>,
 }
 
+/// Ticks to read one word in each of the first `n` pages of `buf`
+/// (`page_bytes` apart). The word moves 4 KiB + one line further into each
+/// page, so the reads do not all index one set of a TLB or cache indexed
+/// by low address bits (QEMU's software TLB is direct-mapped by 4 KiB page:
+/// at one offset, 32 reads 2 MiB apart evicted each other even warm).
+fn touch(buf: &[AtomicU64], page_bytes: usize, n: usize) -> u64 {
+    let t0 = time::rdtsc();
+    let mut sum = 0u64;
+    for i in 0..n {
+        let at = i * page_bytes + (i * (4096 + 64)) % page_bytes;
+        sum = sum.wrapping_add(buf[at / 8].load(Ordering::Relaxed));
+    }
+    core::hint::black_box(sum);
+    time::rdtsc().saturating_sub(t0)
+}
+
+/// A page walk (ps): `pages` pages of `buf` read right after a TLB flush
+/// minus read warm, per page, with the same for one page subtracted from
+/// both (the loop's own code and stack pages miss after the flush too).
+/// Median of `reps` samples on the calling CPU.
+fn page_walk(buf: &[AtomicU64], page_bytes: usize, pages: usize, reps: usize) -> u64 {
+    let v = (0..reps)
+        .map(|_| {
+            touch(buf, page_bytes, pages);
+            space::flush_tlb();
+            let cold_one = touch(buf, page_bytes, 1);
+            space::flush_tlb();
+            let cold_all = touch(buf, page_bytes, pages);
+            let warm_one = touch(buf, page_bytes, 1);
+            let warm_all = touch(buf, page_bytes, pages);
+            let extra = (cold_all.saturating_sub(cold_one))
+                .saturating_sub(warm_all.saturating_sub(warm_one));
+            time::tsc_to_ns(extra * 1000) / (pages as u64 - 1)
+        })
+        .collect();
+    median(v)
+}
+
 /// Runs the experiment.
 pub fn run(m: &Machine, args: &mut workloads::args::Args<'_>) -> Result<ExitCode, String> {
     let c = Calibrate::from_args(args)?;
@@ -677,6 +718,21 @@ pub fn run(m: &Machine, args: &mut workloads::args::Args<'_>) -> Result<ExitCode
     }
     let chase_buf = Arc::new(kept.pop().expect("one buffer"));
     drop(kept);
+    // Page walks over the chase buffer's pages (the window's page size).
+    let page_bytes = space::page_size(chase_buf.as_ptr() as u64).unwrap_or(4096) as usize;
+    let walk_pages = (chase_buf.len() * 8 / page_bytes).min(64);
+    let walk_ps = if walk_pages >= 2 {
+        let b = chase_buf.clone();
+        on_cpu(a, move || {
+            page_walk(&b, page_bytes, walk_pages, rounds.min(200))
+        })
+    } else {
+        0
+    };
+    log::info!(
+        "calibrate: page walk {walk_ps} ps ({walk_pages} pages of {page_bytes} bytes after a TLB flush)"
+    );
+    watchdog::progress();
     let hops = (rounds * 100).max(10_000);
     let mut mem = Vec::new();
     for node in 0..m.topology.nr_nodes as u32 {
@@ -758,7 +814,7 @@ pub fn run(m: &Machine, args: &mut workloads::args::Args<'_>) -> Result<ExitCode
         .raw(
             "mm",
             &alloc::format!(
-                "{{\"process_switch_ns\":{},\"thread_switch_ns\":{},\"switch_ns\":{},\"cr3_loads\":{},\"cr4_pge\":{},\"cr4_pcide\":{},\"pages\":{},\"global_pages\":{}}}",
+                "{{\"process_switch_ns\":{},\"thread_switch_ns\":{},\"switch_ns\":{},\"cr3_loads\":{},\"cr4_pge\":{},\"cr4_pcide\":{},\"pages\":{},\"global_pages\":{},\"page_bytes\":{page_bytes},\"walk_pages\":{walk_pages},\"page_walk_ps\":{walk_ps}}}",
                 mm.process_ns,
                 mm.thread_ns,
                 mm.process_ns.saturating_sub(mm.thread_ns),

@@ -194,6 +194,37 @@ fn load_cr3(pml4: u64) {
     unsafe { core::arch::asm!("mov cr3, {}", in(reg) pml4, options(nostack, preserves_flags)) };
 }
 
+/// Reloads CR3 with its current value, flushing this CPU's TLB (all of it:
+/// no global pages, no PCID). No mapping changes.
+pub fn flush_tlb() {
+    let (frame, flags) = Cr3::read();
+    // SAFETY: the same root table and flags as loaded now: every address
+    // maps as before; only cached translations are dropped.
+    unsafe { Cr3::write(frame, flags) };
+}
+
+/// The size of the page that maps `virt` in the kernel's page tables
+/// (4 KiB, 2 MiB or 1 GiB), None if it is unmapped.
+pub fn page_size(virt: u64) -> Option<u64> {
+    let mut table = KERNEL_PML4.load(Ordering::Relaxed);
+    for level in (1..=4u32).rev() {
+        let index = ((virt >> (12 + 9 * (level - 1))) & 511) as usize;
+        // SAFETY: `table` is the kernel's PML4 or a table a present entry of
+        // the kernel's hierarchy points at, in the physical-memory window;
+        // it is only read.
+        let e = unsafe { &(&*table_at(table))[index] };
+        let f = e.flags();
+        if !f.contains(PageTableFlags::PRESENT) {
+            return None;
+        }
+        if level == 1 || (level < 4 && f.contains(PageTableFlags::HUGE_PAGE)) {
+            return Some(1 << (12 + 9 * (level - 1)));
+        }
+        table = e.addr().as_u64();
+    }
+    None
+}
+
 /// Whether global pages survive a CR3 load here, read at run time: CR4.PGE,
 /// CR4.PCIDE, and how many of the kernel's leaf mappings (4 KiB, 2 MiB or
 /// 1 GiB pages) have the G bit.
