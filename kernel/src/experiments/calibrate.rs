@@ -245,9 +245,6 @@ struct MmSwitch {
 
 fn mm_switch(cpu: usize, rounds: usize) -> MmSwitch {
     let (created0, freed0) = space::counts();
-    let one = AddressSpace::new();
-    let thread_ns = yield_pair(cpu, rounds, Some(one.clone()), Some(one));
-    watchdog::progress();
     let loads0 = task::sched::cpu_state(cpu)
         .mm_switches
         .load(Ordering::Relaxed);
@@ -261,6 +258,11 @@ fn mm_switch(cpu: usize, rounds: usize) -> MmSwitch {
         .mm_switches
         .load(Ordering::Relaxed)
         - loads0;
+    watchdog::progress();
+    // Made after one of the two above was freed: its PML4 frame comes off
+    // the allocator's free list.
+    let one = AddressSpace::new();
+    let thread_ns = yield_pair(cpu, rounds, Some(one.clone()), Some(one));
     // The last space stays loaded on `cpu` (lazy TLB) until it leaves it.
     task::sched::leave_lazy_mms();
     let (created, freed) = space::counts();
