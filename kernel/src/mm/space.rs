@@ -21,7 +21,8 @@
 //! G bit in its mappings (and the kernel does not set CR4.PGE, which would
 //! be needed for G to count): a switch flushes the whole TLB, the kernel's
 //! own translations included. [`global_mappings`] reads both at run time;
-//! the `calibrate` record reports them.
+//! the `calibrate` record reports them, and times a page walk with
+//! [`flush_tlb`] and [`page_size`].
 //!
 //! Lifetime: threads hold an `Arc<AddressSpace>`; each CPU's [`LoadedMm`]
 //! holds one for the space it has loaded (Linux's `cpu_tlbstate.loaded_mm`),
