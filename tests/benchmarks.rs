@@ -1,7 +1,9 @@
 //! The seeds' benchmark shapes running in the kernel: hackbench delivers
 //! every message of every group over both transports, times the run like
 //! hackbench, and reports the scheduler's decisions during the timed
-//! interval; schbench measures a wakeup and a request latency per request;
+//! interval; in process mode each worker has its own page tables, so
+//! switches between workers load CR3, and every page table is freed at the
+//! end; schbench measures a wakeup and a request latency per request;
 //! `compare` runs a baseline and a variant and renders the mmtests table.
 
 use std::time::Duration;
@@ -66,6 +68,58 @@ fn hackbench_delivers_every_message_over_sockets_and_pipes() {
             .sum();
         assert!(switches > 0);
     }
+}
+
+/// A small hackbench on 2 vCPUs in `mode`: its record, and the
+/// `address_spaces` record if the run made processes.
+fn hackbench_mode(mode: &'static str, args: &'static str) -> (Value, Option<Value>) {
+    let mut b = Boot::new("hackbench");
+    b.machine = Machine {
+        sockets: 1,
+        cores: 2,
+        threads: 1,
+        numa_nodes: 1,
+        ..b.machine
+    };
+    b.args = args;
+    b.timeout = Duration::from_secs(180);
+    let r = b.expect(Outcome::Success);
+    let h = r.record("hackbench").expect("hackbench record").clone();
+    assert_eq!(h["mode"], mode);
+    (h, r.record("address_spaces").cloned())
+}
+
+fn per_cpu_sum(h: &Value, key: &str) -> u64 {
+    h["per_cpu"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| u(&c[key]))
+        .sum()
+}
+
+#[test]
+fn hackbench_process_mode_switches_page_tables_and_frees_them() {
+    let (h, spaces) = hackbench_mode("process", "groups:2,fds:2,loops:20,mode:process");
+    // 2 groups x 2 senders x 2 receivers x 20 loops.
+    assert_eq!(u(&h["messages"]), 2 * 2 * 2 * 20, "{h}");
+    let (mm, switches) = (
+        per_cpu_sum(&h, "mm_switches"),
+        per_cpu_sum(&h, "context_switches"),
+    );
+    // Eight processes on two CPUs: switching between workers loads CR3,
+    // never more often than the CPUs switch.
+    assert!(mm > 0 && mm <= switches, "{h}");
+    let spaces = spaces.expect("address_spaces record after a process-mode run");
+    assert_eq!(u(&spaces["created"]), 8, "{spaces}");
+    assert_eq!(u(&spaces["freed"]), 8, "{spaces}");
+
+    let (h, spaces) = hackbench_mode("thread", "groups:2,fds:2,loops:20");
+    assert_eq!(u(&h["messages"]), 2 * 2 * 2 * 20, "{h}");
+    assert!(per_cpu_sum(&h, "context_switches") > 0, "{h}");
+    // Threads of one process: no switch loads page tables.
+    assert_eq!(per_cpu_sum(&h, "mm_switches"), 0, "{h}");
+    assert!(spaces.is_none(), "{spaces:?}");
 }
 
 #[test]

@@ -136,9 +136,26 @@ fn calibrate_measures_every_distance_and_makes_a_profile() {
     let from = mem["from"].as_array().unwrap();
     assert_eq!(from.len(), 2, "a chase from each node: {mem}");
     assert!(from.iter().all(|f| u(&f["ns_per_hop"]) > 0), "{mem}");
+    // Address spaces: the two-process pair loaded CR3 on each of its
+    // switches (two per sampled yield); the bootloader's mappings are not
+    // global and CR4.PGE is off, so a load flushes everything (docs/kernel.md).
+    let mm = &c["mm"];
+    assert!(
+        u(&mm["process_switch_ns"]) > 0 && u(&mm["thread_switch_ns"]) > 0,
+        "{mm}"
+    );
+    assert!(u(&mm["cr3_loads"]) >= 2 * 60, "{mm}");
+    assert_eq!(mm["cr4_pge"], false, "{mm}");
+    assert_eq!(u(&mm["global_pages"]), 0, "{mm}");
+    assert!(u(&mm["pages"]) > 0, "{mm}");
+    // 4 MiB of 2 MiB window pages: two pages walked after a flush.
+    assert_eq!(u(&mm["page_bytes"]), 2 << 20, "{mm}");
+    assert_eq!(u(&mm["walk_pages"]), 2, "{mm}");
     // The records make a profile the simulator loads, labelled as emulation.
     let toml = xtask::calibration::profile_toml(&r.records, "test").unwrap();
     assert!(toml.contains("Clock source: QEMU TCG"), "{toml}");
+    let line = format!("\nswitch_ns = {}\n", u(&mm["switch_ns"]));
+    assert!(toml.contains(&line), "{line} in {toml}");
 }
 
 #[test]

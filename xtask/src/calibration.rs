@@ -505,31 +505,63 @@ pub fn profile_toml(records: &[Value], source: &str) -> Result<String> {
     );
     let mut lines = vec![same];
     lines.extend(line_params);
-    let mm = vec![
-        builtin(
+    // [mm] switch_ns: the kernel gives each process its own PML4, so a
+    // switch between threads of two processes loads CR3; calibrate times
+    // one on CPU 0 minus a switch between two threads of one process. No
+    // PCID there, so that difference includes the TLB refill of whatever
+    // the yield path touches. A log from before the measurement (no `mm`
+    // field) keeps the built-in value.
+    let mm_switch = match cal["mm"]["switch_ns"].as_u64() {
+        Some(ns) => measured(
+            "switch_ns",
+            ns as f64,
+            &format!(
+                "a switch between threads of two processes bound to CPU 0 ({} ns) minus one between two threads of one process ({} ns): CR3 load without PCID, TLB refill of the yield path included",
+                cal["mm"]["process_switch_ns"], cal["mm"]["thread_switch_ns"]
+            ),
+        ),
+        None => builtin(
             "switch_ns",
             base.mm.switch_ns,
-            "one address space in schedlab",
+            "this log's calibrate record has no mm field: it predates the measurement",
         ),
+    };
+    let mm = vec![
+        mm_switch,
         builtin(
             "asids",
             base.mm.asids as f64,
-            "one address space in schedlab",
+            "schedlab's kernel uses no PCID (every CR3 load flushes the TLB); Linux's 6 slots",
         ),
         builtin(
             "base_pages",
             base.mm.base_pages as f64,
-            "one address space in schedlab",
+            "schedlab processes have no user pages to count",
         ),
-        builtin(
-            "page_walk_ns",
-            base.mm.page_walk_ns,
-            "one address space in schedlab",
-        ),
+        match cal["mm"]["page_walk_ps"].as_u64() {
+            Some(ps) if ps > 0 => measured(
+                "page_walk_ns",
+                ps as f64 / 1000.0,
+                &format!(
+                    "one word in each of {} pages of {} bytes read right after a TLB flush minus warm, per page (the model's walks are of 4 KiB pages; a 2 MiB page's walk has one level less)",
+                    cal["mm"]["walk_pages"], cal["mm"]["page_bytes"]
+                ),
+            ),
+            Some(_) => builtin(
+                "page_walk_ns",
+                base.mm.page_walk_ns,
+                "measured 0: a TLB miss cost nothing on this clock (QEMU icount counts instructions)",
+            ),
+            None => builtin(
+                "page_walk_ns",
+                base.mm.page_walk_ns,
+                "this log's calibrate record has no page walk: it predates the measurement",
+            ),
+        },
         builtin(
             "tlb_entries",
             base.mm.tlb_entries as f64,
-            "one address space in schedlab",
+            "the TLB size is not probed",
         ),
     ];
     cache.push(dram);
@@ -683,6 +715,15 @@ mod tests {
         record(records, "calibrate").unwrap()
     }
 
+    /// The `mm` field of the last calibrate record.
+    fn c_mm(r: &mut [Value]) -> &mut Value {
+        &mut r
+            .iter_mut()
+            .rev()
+            .find(|v| v["type"] == "calibrate")
+            .unwrap()["mm"]
+    }
+
     /// The comment line right above `key = ...` in the profile text.
     fn note_of<'a>(toml: &'a str, key: &str) -> &'a str {
         let lines: Vec<&str> = toml.lines().collect();
@@ -833,6 +874,73 @@ mod tests {
         });
         let note = note_of(&toml, "mlp");
         assert_eq!(note.starts_with("# measured: "), solvable, "{note}");
+    }
+
+    #[test]
+    fn a_log_with_the_mm_field_gives_the_measured_switch() {
+        // 2 vCPUs (1 socket x 2 cores), multi-threaded TCG, rounds=200.
+        let log = include_str!("../tests/fixtures/calibrate-qemu-tcg-mm.log");
+        let r = log_records(log.as_bytes()).unwrap();
+        let mm = &cal(&r)["mm"];
+        let p = Profile::parse(&profile_toml(&r, "mm.log").unwrap()).unwrap();
+        let want =
+            mm["process_switch_ns"].as_u64().unwrap() - mm["thread_switch_ns"].as_u64().unwrap();
+        assert_eq!(mm["switch_ns"].as_u64().unwrap(), want);
+        assert!(want > 0);
+        assert_eq!(p.mm.switch_ns, want as f64);
+        // Two CR3 loads per sampled round trip, 200 rounds.
+        assert!(mm["cr3_loads"].as_u64().unwrap() >= 400, "{mm}");
+        let walk = mm["page_walk_ps"].as_u64().unwrap();
+        assert!(walk > 0, "{mm}");
+        assert_eq!(p.mm.page_walk_ns, walk as f64 / 1000.0);
+    }
+
+    #[test]
+    fn the_address_space_switch_and_page_walk_are_measured_when_the_record_has_them() {
+        // The fixture predates the measurement: built-in value, said so.
+        let r = records();
+        let toml = profile_toml(&r, "fixture.log").unwrap();
+        assert!(
+            note_of(&toml, "switch_ns").contains("has no mm field"),
+            "{toml}"
+        );
+        // The same record with the field: the difference lands in mm.switch_ns.
+        let mut r = records();
+        let c = r
+            .iter_mut()
+            .rev()
+            .find(|v| v["type"] == "calibrate")
+            .unwrap();
+        c["mm"] = serde_json::json!({
+            "process_switch_ns": 12214, "thread_switch_ns": 3705, "switch_ns": 8509,
+            "cr3_loads": 403, "cr4_pge": false, "cr4_pcide": false,
+            "pages": 3135, "global_pages": 0
+        });
+        let toml = profile_toml(&r, "fixture.log").unwrap();
+        assert!(
+            note_of(&toml, "page_walk_ns").contains("has no page walk"),
+            "{toml}"
+        );
+        // With a page walk; 0 (icount) keeps the built-in value.
+        c_mm(&mut r)["page_walk_ps"] = serde_json::json!(110_723);
+        c_mm(&mut r)["walk_pages"] = serde_json::json!(8);
+        c_mm(&mut r)["page_bytes"] = serde_json::json!(2_097_152);
+        let toml = profile_toml(&r, "fixture.log").unwrap();
+        let p = Profile::parse(&toml).unwrap();
+        let base = Profile::default_profile();
+        assert_eq!(p.mm.switch_ns, 8509.0);
+        assert_eq!(p.mm.asids, base.mm.asids);
+        assert!((p.mm.page_walk_ns - 110.723).abs() < 1e-9);
+        assert!(note_of(&toml, "page_walk_ns").contains("8 pages of 2097152 bytes"));
+        c_mm(&mut r)["page_walk_ps"] = serde_json::json!(0);
+        let zero = Profile::parse(&profile_toml(&r, "icount.log").unwrap()).unwrap();
+        assert_eq!(zero.mm.page_walk_ns, base.mm.page_walk_ns);
+        let note = note_of(&toml, "switch_ns");
+        assert!(note.starts_with("# measured: "), "{note}");
+        assert!(
+            note.contains("(12214 ns)") && note.contains("(3705 ns)"),
+            "{note}"
+        );
     }
 
     #[test]

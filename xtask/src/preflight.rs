@@ -27,7 +27,6 @@ pub fn check(args: &RunArgs) -> Result<()> {
     };
     let footprint = experiment_args(&cfg.experiment, &cfg.args, nr_cpus as usize)?;
     if args.backend == Backend::Qemu {
-        address_spaces(&cfg.experiment, &cfg.args, nr_cpus as usize)?;
         memory(args, footprint, nr_cpus)?;
     }
     if let Some(p) = &args.results {
@@ -75,22 +74,6 @@ pub fn experiment_args(
         },
     };
     parsed.map_err(|e| anyhow::anyhow!("--arg: {e}"))
-}
-
-/// The kernel runs every task in one address space: refuse a process-mode
-/// shape before the boot rather than let it fail (or measure threads).
-fn address_spaces(experiment: &str, raw: &str, nr_cpus: usize) -> Result<()> {
-    if let Some(Ok(w)) = workloads::Workload::parse(experiment, raw, nr_cpus)
-        && w.needs_address_spaces()
-    {
-        anyhow::bail!(
-            "--arg mode=process: the kernel has one address space for every task \
-             (no per-process page tables yet), so {experiment} cannot run its tasks as \
-             processes there; use mode=thread, or --backend sim, which models \
-             address-space switches"
-        );
-    }
-    Ok(())
 }
 
 /// Kernel heap a run needs at least, by part (bytes).
@@ -244,12 +227,14 @@ mod tests {
     }
 
     #[test]
-    fn process_mode_only_where_there_are_address_spaces() {
-        let e = err(&["--experiment", "hackbench", "--arg", "mode=process"]);
-        assert!(
-            e.starts_with("--arg mode=process: the kernel has one address space"),
-            "{e}"
-        );
+    fn process_mode_on_both_backends() {
+        check(&args(&[
+            "--experiment",
+            "hackbench",
+            "--arg",
+            "mode=process",
+        ]))
+        .unwrap();
         let e = err(&["--experiment", "hackbench", "--arg", "mode=processes"]);
         assert!(e.contains("mode"), "{e}");
         check(&args(&[

@@ -91,6 +91,14 @@ pub fn print_records(result: &RunResult, kernel_elf: Option<&Path>) {
     for hb in result.records_of("hackbench") {
         print_hackbench(hb);
     }
+    for a in result.records_of("address_spaces") {
+        println!(
+            "address spaces: {} created, {} freed at the end ({} CPUs left one they kept loaded)",
+            u(&a["created"]),
+            u(&a["freed"]),
+            u(&a["lazy_cpus"])
+        );
+    }
     for sb in result.records_of("schbench") {
         print_schbench(sb);
     }
@@ -192,6 +200,15 @@ fn print_hackbench(h: &Value) {
         u(&q["max"]),
         u(&q["count"])
     );
+    if h["mode"] == "process" {
+        let cpus = h["per_cpu"].as_array().map_or(&[][..], |v| &v[..]);
+        let sum = |k: &str| cpus.iter().map(|c| u(&c[k])).sum::<u64>();
+        println!(
+            "  address-space switches (page tables loaded) {} of {} context switches",
+            sum("mm_switches"),
+            sum("context_switches")
+        );
+    }
 }
 
 /// schbench's percentile lines (µs) and RPS.

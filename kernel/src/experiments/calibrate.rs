@@ -11,7 +11,16 @@
 //! timed with the TSC:
 //!
 //! - **context switch**: two threads bound to CPU 0 yield to each other; one
-//!   `yield_now` is two switches;
+//!   `yield_now` after which the partner ran once is two switches;
+//! - **address-space switch**: the same with the two threads in two
+//!   processes (each its own PML4, so every switch loads CR3) minus the same
+//!   with them in one process (no CR3 load): `switch_mm`'s cost, CR3 load
+//!   and the TLB refill it causes on the yield path; also whether the
+//!   kernel's mappings are global (CR4.PGE, G bits), which decides what a
+//!   CR3 load flushes;
+//! - **page walk**: one word in each of up to 64 pages of the chase buffer
+//!   (the physical-memory window's pages, 2 MiB under the bootloader) read
+//!   right after a TLB flush and again warm; the difference per page;
 //! - **kernel paths on one CPU**: a 1-byte pipe write + read, the same with
 //!   4 KiB (copy cost), an uncontended semaphore up + down, thread creation;
 //!   compute units (`workloads::args::compute`) alone and next to a busy SMT
@@ -46,6 +55,7 @@ use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use crate::arch::qemu::ExitCode;
 use crate::arch::{ipi, time};
 use crate::machine::Machine;
+use crate::mm::space::{self, AddressSpace};
 use crate::record::{Emit, Record, json_array, json_string};
 use crate::sync::{IrqSpinLock, Semaphore, pipe};
 use crate::task::{self, SpawnOptions, sched::running_thread_id};
@@ -73,10 +83,21 @@ fn ns_since(t0: u64) -> u64 {
 }
 
 fn pinned(name: &str, cpu: usize, f: impl FnOnce() + Send + 'static) -> task::JoinHandle {
+    pinned_in(name, cpu, None, f)
+}
+
+/// A thread bound to `cpu` in address space `space` (None: a kernel thread).
+fn pinned_in(
+    name: &str,
+    cpu: usize,
+    space: Option<Arc<AddressSpace>>,
+    f: impl FnOnce() + Send + 'static,
+) -> task::JoinHandle {
     task::spawn(
         SpawnOptions {
             name: name.into(),
             pinned: Some(cpu),
+            space,
             ..Default::default()
         },
         f,
@@ -85,9 +106,18 @@ fn pinned(name: &str, cpu: usize, f: impl FnOnce() + Send + 'static) -> task::Jo
 
 /// Runs `f` on a thread bound to `cpu` and returns its result.
 fn on_cpu<T: Send + 'static>(cpu: usize, f: impl FnOnce() -> T + Send + 'static) -> T {
+    on_cpu_in(cpu, None, f)
+}
+
+/// [`on_cpu`] with the thread in address space `space`.
+fn on_cpu_in<T: Send + 'static>(
+    cpu: usize,
+    space: Option<Arc<AddressSpace>>,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> T {
     let out = Arc::new(IrqSpinLock::new(None));
     let o = out.clone();
-    pinned("calib", cpu, move || {
+    pinned_in("calib", cpu, space, move || {
         let v = f();
         *o.lock() = Some(v);
     })
@@ -149,35 +179,103 @@ fn context_switch(cpu: usize, rounds: usize) -> (u64, u64) {
             })
             .collect::<Vec<_>>()
     });
+    (yield_pair(cpu, rounds, None, None), median(lone))
+}
+
+/// One switch between two threads bound to `cpu` that yield to each other,
+/// the first in address space `a`, its partner in `b`: half the median
+/// `yield_now` over those after which the partner ran exactly once (a
+/// round trip of two switches). A yield that got the CPU straight back
+/// (CFS picks the yielder again while the partner's vruntime is ahead by
+/// more than the wakeup granularity, as right after it was forked) is not
+/// a sample; at most `100 x rounds` yields are tried.
+fn yield_pair(
+    cpu: usize,
+    rounds: usize,
+    a: Option<Arc<AddressSpace>>,
+    b: Option<Arc<AddressSpace>>,
+) -> u64 {
     let ready = Arc::new(AtomicUsize::new(0));
     let done = Arc::new(AtomicBool::new(false));
-    let (r2, d2) = (ready.clone(), done.clone());
-    let partner = pinned("yield-b", cpu, move || {
+    let turns = Arc::new(AtomicU64::new(0));
+    let (r2, d2, t2) = (ready.clone(), done.clone(), turns.clone());
+    let partner = pinned_in("yield-b", cpu, b, move || {
         r2.fetch_add(1, Ordering::AcqRel);
         while !d2.load(Ordering::Acquire) {
+            t2.fetch_add(1, Ordering::Relaxed);
             task::yield_now();
         }
     });
-    let pair = on_cpu(cpu, move || {
+    let pair = on_cpu_in(cpu, a, move || {
         ready.fetch_add(1, Ordering::AcqRel);
         while ready.load(Ordering::Acquire) < 2 {
             task::yield_now();
         }
-        let v = (0..rounds)
-            .map(|i| {
-                if i % 64 == 0 {
-                    watchdog::progress();
-                }
-                let t0 = time::rdtsc();
-                task::yield_now();
-                ns_since(t0)
-            })
-            .collect::<Vec<_>>();
+        let mut v = Vec::with_capacity(rounds);
+        for i in 0..100 * rounds {
+            if v.len() == rounds {
+                break;
+            }
+            if i % 64 == 0 {
+                watchdog::progress();
+            }
+            let before = turns.load(Ordering::Relaxed);
+            let t0 = time::rdtsc();
+            task::yield_now();
+            let ns = ns_since(t0);
+            if turns.load(Ordering::Relaxed) == before + 1 {
+                v.push(ns);
+            }
+        }
         done.store(true, Ordering::Release);
         v
     });
     partner.join();
-    (median(pair) / 2, median(lone))
+    median(pair) / 2
+}
+
+/// The address-space switch on `cpu`: a switch between threads of two
+/// processes and one between two threads of one process (ns each), and the
+/// CR3 loads `cpu` made during the two-process pairs.
+struct MmSwitch {
+    process_ns: u64,
+    thread_ns: u64,
+    loads: u64,
+}
+
+fn mm_switch(cpu: usize, rounds: usize) -> MmSwitch {
+    let (created0, freed0) = space::counts();
+    let loads0 = task::sched::cpu_state(cpu)
+        .mm_switches
+        .load(Ordering::Relaxed);
+    let process_ns = yield_pair(
+        cpu,
+        rounds,
+        Some(AddressSpace::new()),
+        Some(AddressSpace::new()),
+    );
+    let loads = task::sched::cpu_state(cpu)
+        .mm_switches
+        .load(Ordering::Relaxed)
+        - loads0;
+    watchdog::progress();
+    // Made after one of the two above was freed: its PML4 frame comes off
+    // the allocator's free list.
+    let one = AddressSpace::new();
+    let thread_ns = yield_pair(cpu, rounds, Some(one.clone()), Some(one));
+    // The last space stays loaded on `cpu` (lazy TLB) until it leaves it.
+    task::sched::leave_lazy_mms();
+    let (created, freed) = space::counts();
+    assert_eq!(
+        created - created0,
+        freed - freed0,
+        "calibrate: an address space was not freed"
+    );
+    MmSwitch {
+        process_ns,
+        thread_ns,
+        loads,
+    }
 }
 
 /// Kernel path costs on one CPU, ns: (pipe call, copy per byte x 1000,
@@ -499,6 +597,44 @@ struct Dist {
     refill: Vec<(usize, u64, u64)>,
 }
 
+/// Ticks to read one word in each of the first `n` pages of `buf`
+/// (`page_bytes` apart). The word moves 4 KiB + one line further into each
+/// page, so the reads do not all index one set of a TLB or cache indexed
+/// by low address bits (QEMU's software TLB is direct-mapped by 4 KiB page:
+/// at one offset, 32 reads 2 MiB apart evicted each other even warm).
+fn touch(buf: &[AtomicU64], page_bytes: usize, n: usize) -> u64 {
+    let t0 = time::rdtsc();
+    let mut sum = 0u64;
+    for i in 0..n {
+        let at = i * page_bytes + (i * (4096 + 64)) % page_bytes;
+        sum = sum.wrapping_add(buf[at / 8].load(Ordering::Relaxed));
+    }
+    core::hint::black_box(sum);
+    time::rdtsc().saturating_sub(t0)
+}
+
+/// A page walk (ps): `pages` pages of `buf` read right after a TLB flush
+/// minus read warm, per page, with the same for one page subtracted from
+/// both (the loop's own code and stack pages miss after the flush too).
+/// Median of `reps` samples on the calling CPU.
+fn page_walk(buf: &[AtomicU64], page_bytes: usize, pages: usize, reps: usize) -> u64 {
+    let v = (0..reps)
+        .map(|_| {
+            touch(buf, page_bytes, pages);
+            space::flush_tlb();
+            let cold_one = touch(buf, page_bytes, 1);
+            space::flush_tlb();
+            let cold_all = touch(buf, page_bytes, pages);
+            let warm_one = touch(buf, page_bytes, 1);
+            let warm_all = touch(buf, page_bytes, pages);
+            let extra = (cold_all.saturating_sub(cold_one))
+                .saturating_sub(warm_all.saturating_sub(warm_one));
+            time::tsc_to_ns(extra * 1000) / (pages as u64 - 1)
+        })
+        .collect();
+    median(v)
+}
+
 /// Runs the experiment.
 pub fn run(m: &Machine, args: &mut workloads::args::Args<'_>) -> Result<ExitCode, String> {
     let c = Calibrate::from_args(args)?;
@@ -513,6 +649,18 @@ pub fn run(m: &Machine, args: &mut workloads::args::Args<'_>) -> Result<ExitCode
         .unwrap_or(64);
     watchdog::arm(60_000_000_000);
     let (ctx, lone_yield) = context_switch(a, rounds);
+    watchdog::progress();
+    let mm = mm_switch(a, rounds);
+    let globals = space::global_mappings();
+    log::info!(
+        "calibrate: switch between two processes {} ns, two threads of one process {} ns ({} CR3 loads); CR4.PGE {}, {} of {} kernel pages global",
+        mm.process_ns,
+        mm.thread_ns,
+        mm.loads,
+        globals.cr4_pge,
+        globals.global_leaves,
+        globals.leaves
+    );
     watchdog::progress();
     let paths = kernel_paths(a, rounds);
     watchdog::progress();
@@ -572,6 +720,21 @@ pub fn run(m: &Machine, args: &mut workloads::args::Args<'_>) -> Result<ExitCode
     }
     let chase_buf = Arc::new(kept.pop().expect("one buffer"));
     drop(kept);
+    // Page walks over the chase buffer's pages (the window's page size).
+    let page_bytes = space::page_size(chase_buf.as_ptr() as u64).unwrap_or(4096) as usize;
+    let walk_pages = (chase_buf.len() * 8 / page_bytes).min(64);
+    let walk_ps = if walk_pages >= 2 {
+        let b = chase_buf.clone();
+        on_cpu(a, move || {
+            page_walk(&b, page_bytes, walk_pages, rounds.min(200))
+        })
+    } else {
+        0
+    };
+    log::info!(
+        "calibrate: page walk {walk_ps} ps ({walk_pages} pages of {page_bytes} bytes after a TLB flush)"
+    );
+    watchdog::progress();
     let hops = (rounds * 100).max(10_000);
     let mut mem = Vec::new();
     for node in 0..m.topology.nr_nodes as u32 {
@@ -650,6 +813,20 @@ pub fn run(m: &Machine, args: &mut workloads::args::Args<'_>) -> Result<ExitCode
         .u64("line_bytes", line as u64)
         .u64("context_switch_ns", ctx)
         .u64("yield_alone_ns", lone_yield)
+        .raw(
+            "mm",
+            &alloc::format!(
+                "{{\"process_switch_ns\":{},\"thread_switch_ns\":{},\"switch_ns\":{},\"cr3_loads\":{},\"cr4_pge\":{},\"cr4_pcide\":{},\"pages\":{},\"global_pages\":{},\"page_bytes\":{page_bytes},\"walk_pages\":{walk_pages},\"page_walk_ps\":{walk_ps}}}",
+                mm.process_ns,
+                mm.thread_ns,
+                mm.process_ns.saturating_sub(mm.thread_ns),
+                mm.loads,
+                globals.cr4_pge,
+                globals.cr4_pcide,
+                globals.leaves,
+                globals.global_leaves
+            ),
+        )
         .u64("pipe_call_ns", paths.pipe_call_ns)
         .u64("copy_ps_per_byte", paths.copy_ps_per_byte)
         .u64("semaphore_op_ns", paths.sem_op_ns)

@@ -3,6 +3,10 @@
 //! spawn/join, sleep), done before the future is first polled, so
 //! [`workloads::block_on_ready`] runs a workload to completion on one thread.
 //!
+//! `Space::Process` gives the new thread a new address space (its own PML4,
+//! `mm::space`), `Space::Thread` its parent's (None for a kernel thread's
+//! child), `Space::Kernel` none.
+//!
 //! `compute` runs the integer loop of `workloads::args::compute`; its
 //! working-set argument only matters to the simulator's cache model (the
 //! loop touches registers, not memory), which docs/simulator.md states.
@@ -14,10 +18,11 @@ use core::fmt;
 use core::future::Future;
 use core::sync::atomic::{AtomicU64, Ordering};
 
-use workloads::{Closed, CpuCounters, Env, Snapshot, Spawn, block_on_ready};
+use workloads::{Closed, CpuCounters, Env, Snapshot, Space, Spawn, block_on_ready};
 
 use crate::arch::{percpu, time};
-use crate::record::emit_json;
+use crate::mm::space::{self, AddressSpace};
+use crate::record::{Emit, Record, emit_json};
 use crate::sync::pipe::{PipeReader, PipeWriter};
 use crate::sync::{Barrier, Semaphore, pipe};
 use crate::task::{self, JoinHandle, SpawnOptions};
@@ -75,6 +80,7 @@ impl Env for KernelEnv {
                     cpu: p.cpu,
                     switches: cs.switches.load(Ordering::Relaxed),
                     migrations_in: cs.migrations_in.load(Ordering::Relaxed),
+                    mm_switches: cs.mm_switches.load(Ordering::Relaxed),
                 }
             })
             .collect();
@@ -99,16 +105,22 @@ impl Env for KernelEnv {
     }
 
     fn address_spaces(&self) -> bool {
-        false // one kernel address space (docs/kernel.md)
+        true // a PML4 per process (`mm::space`, docs/kernel.md)
     }
 
     fn spawn<F>(&self, how: Spawn, f: F) -> impl Future<Output = JoinHandle> + Send
     where
         F: Future<Output = ()> + Send + 'static,
     {
+        let space = match how.space {
+            Space::Process => Some(AddressSpace::new()),
+            Space::Thread => task::sched::current().and_then(|t| t.space.clone()),
+            Space::Kernel => None,
+        };
         let opts = SpawnOptions {
             name: how.name,
             pinned: how.pinned,
+            space,
             ..Default::default()
         };
         core::future::ready(task::spawn(opts, move || block_on_ready(f)))
@@ -214,10 +226,31 @@ impl Env for KernelEnv {
     }
 }
 
-/// Runs a workload on this kernel thread under the progress watchdog.
+/// Runs a workload on this kernel thread under the progress watchdog. A
+/// workload that made processes is followed by an `address_spaces` record:
+/// after every CPU left the spaces it kept loaded lazily, all of them must
+/// have been freed (their PML4 frames back in the allocator).
 pub fn run(w: workloads::Workload) -> Result<(), String> {
+    let (created0, freed0) = space::counts();
     watchdog::arm(30_000_000_000);
     let r = block_on_ready(w.run(&KernelEnv));
     watchdog::disarm();
-    r
+    if space::counts().0 == created0 {
+        return r;
+    }
+    let lazy_cpus = task::sched::leave_lazy_mms();
+    let (created, freed) = space::counts();
+    let (created, freed) = (created - created0, freed - freed0);
+    Record::new("address_spaces")
+        .u64("created", created)
+        .u64("freed", freed)
+        .u64("lazy_cpus", lazy_cpus as u64)
+        .emit();
+    r?;
+    if freed != created {
+        return Err(alloc::format!(
+            "address spaces: {created} created, {freed} freed after the run (a page table leaked)"
+        ));
+    }
+    Ok(())
 }

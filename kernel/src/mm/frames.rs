@@ -1,6 +1,10 @@
 //! A 4 KiB physical frame allocator over the usable regions that the heap did
-//! not take. Frames are never freed (the kernel's lifetime is one experiment);
-//! callers can ask for frames below a limit (e.g. the AP trampoline < 1 MiB).
+//! not take. Callers can ask for runs of frames below a limit (e.g. the AP
+//! trampoline < 1 MiB); those are never freed. Single frames
+//! ([`alloc_frame`]) can be given back ([`free_frame`]): they go on a free
+//! list threaded through the freed frames themselves (each holds the next
+//! one's physical address), so freeing never allocates and may run on the
+//! scheduler's paths (an address space's last reference can drop there).
 
 use alloc::vec::Vec;
 
@@ -15,6 +19,11 @@ struct Frames {
     /// Free ranges `[start, end)`, frame-aligned, ascending.
     ranges: Vec<(u64, u64)>,
     phys_offset: u64,
+    /// Head of the list of freed single frames (0 = empty; frame 0 is never
+    /// handed out).
+    free_list: u64,
+    /// Frames on that list.
+    free_listed: u64,
 }
 
 static FRAMES: Mutex<Option<Frames>> = Mutex::new(None);
@@ -39,6 +48,8 @@ pub fn init(regions: &[MemoryRegion], phys_offset: u64, heap: (u64, u64)) {
     *FRAMES.lock() = Some(Frames {
         ranges,
         phys_offset,
+        free_list: 0,
+        free_listed: 0,
     });
 }
 
@@ -63,12 +74,56 @@ pub fn alloc_below(count: u64, limit: u64) -> Option<u64> {
     })
 }
 
+/// Allocates one zeroed frame, a freed one first; `None` when none is left.
+/// Give it back with [`free_frame`].
+pub fn alloc_frame() -> Option<u64> {
+    let reused = interrupts::without_interrupts(|| {
+        let mut guard = FRAMES.lock();
+        let frames = guard.as_mut()?;
+        let phys = frames.free_list;
+        if phys == 0 {
+            return None;
+        }
+        let head = (frames.phys_offset + phys) as *const u64;
+        // SAFETY: `phys` heads the free list: a frame given back by
+        // `free_frame`, owned by the list (no one else uses it), mapped
+        // through the physical memory window; its first word is the next
+        // entry's address, written by `free_frame`.
+        frames.free_list = unsafe { head.read() };
+        frames.free_listed -= 1;
+        let virt = (frames.phys_offset + phys) as *mut u8;
+        // SAFETY: the frame is now exclusively ours (taken off the list).
+        unsafe { core::ptr::write_bytes(virt, 0, FRAME_SIZE as usize) };
+        Some(phys)
+    });
+    reused.or_else(|| alloc_below(1, u64::MAX))
+}
+
+/// Gives back a frame from [`alloc_frame`]. The caller must not use it
+/// again (nor any mapping or CR3 still pointing at it).
+pub fn free_frame(phys: u64) {
+    assert!(
+        phys != 0 && phys.is_multiple_of(FRAME_SIZE),
+        "free_frame({phys:#x}): not a frame"
+    );
+    interrupts::without_interrupts(|| {
+        let mut guard = FRAMES.lock();
+        let frames = guard.as_mut().expect("frames not initialised");
+        let head = (frames.phys_offset + phys) as *mut u64;
+        // SAFETY: the caller gave the frame up; it is RAM mapped writable
+        // through the physical memory window, and from here only the free
+        // list owns it.
+        unsafe { head.write(frames.free_list) };
+        frames.free_list = phys;
+        frames.free_listed += 1;
+    });
+}
+
 /// Bytes still available as frames.
 pub fn free_bytes() -> u64 {
     interrupts::without_interrupts(|| {
-        FRAMES
-            .lock()
-            .as_ref()
-            .map_or(0, |f| f.ranges.iter().map(|(s, e)| e - s).sum())
+        FRAMES.lock().as_ref().map_or(0, |f| {
+            f.ranges.iter().map(|(s, e)| e - s).sum::<u64>() + f.free_listed * FRAME_SIZE
+        })
     })
 }

@@ -52,6 +52,13 @@ fn choose_window(table: &OffsetPageTable<'_>) -> u64 {
 /// virtual address corresponding to `phys`.
 pub fn map(phys: u64, len: u64, phys_offset: u64) -> u64 {
     let _guard = LOCK.lock();
+    // A PML4 slot filled now would be missing from the address spaces
+    // already made (each copies the kernel's PML4 when created).
+    assert_eq!(
+        super::space::counts().0,
+        0,
+        "mmio::map after the first address space was created"
+    );
     let mut table = active_table(phys_offset);
     if NEXT.load(Ordering::Relaxed) == 0 {
         NEXT.store(choose_window(&table), Ordering::Relaxed);

@@ -3,13 +3,15 @@
 //! The bootloader maps all physical memory at `physical_memory_offset`, so the
 //! heap is simply the largest usable RAM region seen through that window (no
 //! page-table edits needed); the remaining usable RAM, including low memory
-//! for the AP start-up trampoline, is handed out as 4 KiB frames.
+//! for the AP start-up trampoline, is handed out as 4 KiB frames. Processes'
+//! top-level page tables come from those frames (`space`).
 
 pub mod acpi_window;
 pub mod frames;
 pub mod heap;
 pub mod mmio;
 pub mod phys;
+pub mod space;
 
 use bootloader_api::BootInfo;
 use bootloader_api::info::MemoryRegionKind;
@@ -90,6 +92,7 @@ pub fn init(boot_info: &BootInfo) -> MemoryInfo {
     );
     let heap_bytes = (size.saturating_sub(FRAME_RESERVE)).max(MIN_HEAP) & !0xFFF;
     heap::init(phys_offset + start, heap_bytes as usize);
+    space::init(phys_offset);
     frames::init(regions, phys_offset, (start, start + heap_bytes));
     MemoryInfo {
         memory_bytes,

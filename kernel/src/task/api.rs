@@ -17,6 +17,7 @@ use super::sched::{
 use super::thread::{Thread, ThreadState};
 use super::wake::WF_NONE;
 use crate::arch::{irq, time};
+use crate::mm::space::AddressSpace;
 
 /// Handle to wait for a thread's end.
 pub struct JoinHandle {
@@ -46,6 +47,8 @@ pub struct SpawnOptions {
     /// Bind to this CPU for the thread's whole life (no placement decisions,
     /// never balanced away).
     pub pinned: Option<usize>,
+    /// The address space it runs in (`mm::space`): None = a kernel thread.
+    pub space: Option<Arc<AddressSpace>>,
 }
 
 /// Creates a thread running `f`, placed by the core's fork placement
@@ -65,7 +68,7 @@ pub fn spawn(opts: SpawnOptions, f: impl FnOnce() + Send + 'static) -> JoinHandl
             table.slots.push(None);
             table.slots.len() - 1
         });
-        let thread = Arc::new(Thread::new(
+        let mut thread = Thread::new(
             id,
             opts.name,
             opts.nice,
@@ -73,7 +76,9 @@ pub fn spawn(opts: SpawnOptions, f: impl FnOnce() + Send + 'static) -> JoinHandl
             task,
             body,
             thread_start,
-        ));
+        );
+        thread.space = opts.space;
+        let thread = Arc::new(thread);
         table.slots[id] = Some(thread.clone());
         table.created += 1;
         thread

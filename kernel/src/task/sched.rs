@@ -35,6 +35,7 @@ use super::wake::{WF_NONE, try_to_wake_up};
 use crate::arch::irq::{self, IrqsOff};
 use crate::arch::switch::{self, Context};
 use crate::arch::{fpu, ipi, percpu, time};
+use crate::mm::space::LoadedMm;
 use crate::sync::IrqSpinLock;
 use crate::trace;
 
@@ -93,6 +94,10 @@ pub struct CpuSched {
     pub switches: AtomicU64,
     /// Threads that arrived here having last run on another CPU.
     pub migrations_in: AtomicU64,
+    /// The address space in this CPU's CR3 (Linux's `cpu_tlbstate.loaded_mm`).
+    mm: LoadedMm,
+    /// CR3 loads for a switch to a thread of another address space.
+    pub mm_switches: AtomicU64,
 }
 
 static CORE: Once<Scheduler<DynPolicy>> = Once::new();
@@ -137,6 +142,8 @@ pub fn init(topo: SchedTopo, cfg: SchedConfig, policy: DynPolicy, nr_cpus: usize
                 sleepers: IrqSpinLock::new(BinaryHeap::new()),
                 switches: AtomicU64::new(0),
                 migrations_in: AtomicU64::new(0),
+                mm: LoadedMm::new(),
+                mm_switches: AtomicU64::new(0),
             })
             .collect()
     });
@@ -354,6 +361,13 @@ pub(super) fn switch_to(irq: &IrqsOff, cpu: usize, sw: sched::Switch) {
     let tid = |t: &Option<Arc<Thread>>| t.as_ref().map_or(0, |t| t.tid);
     trace::event(cpu, trace::Kind::Switch, tid(&next), tid(&prev), 0);
     fpu::switch_out(irq, prev.as_deref().map(|p| &p.fpu));
+    // switch_mm: a thread of another process than the loaded one loads its
+    // page tables; kernel threads and idle load nothing (lazy TLB).
+    if let Some(space) = next.as_ref().and_then(|n| n.space.as_ref())
+        && cs.mm.switch_to(space)
+    {
+        cs.mm_switches.fetch_add(1, Ordering::Relaxed);
+    }
     // Raw pointers: the threads move into `cs.prev`/`cs.current` below,
     // which keep them alive across the switch.
     let from: *const Context = prev.as_ref().map_or(&cs.idle, |p| &p.ctx);
@@ -393,6 +407,37 @@ fn finish_switch(irq: &IrqsOff) {
     }
 }
 
+/// Makes every CPU that runs no thread of a process (idle or a kernel
+/// thread) leave the address space it lazily kept loaded, so that exited
+/// processes' page tables are freed; returns how many CPUs had one. A CPU
+/// running a process's thread keeps its space. Not for hot paths (one
+/// call-function IPI per CPU).
+pub fn leave_lazy_mms() -> usize {
+    let left = Arc::new(AtomicUsize::new(0));
+    for p in percpu::online() {
+        let l = left.clone();
+        let done = ipi::call_on(p.cpu as usize, move || {
+            // Interrupt context: interrupts are off, so this is the CPU the
+            // call runs on and its `current` cell is not held.
+            let cs = cpu_state(percpu::cpu_index() as usize);
+            let own = cs
+                .current
+                .lock()
+                .as_ref()
+                .is_some_and(|t| t.space.is_some());
+            if !own && cs.mm.leave_lazy() {
+                l.fetch_add(1, Ordering::Relaxed);
+            }
+        });
+        assert!(
+            done.wait_timeout(5_000_000_000),
+            "CPU {} did not answer the lazy-mm call",
+            p.cpu
+        );
+    }
+    left.load(Ordering::Relaxed)
+}
+
 /// First code of every new thread.
 pub(super) extern "sysv64" fn thread_start() -> ! {
     // Entered by a switch made with interrupts off; the switcher's token
@@ -400,13 +445,19 @@ pub(super) extern "sysv64" fn thread_start() -> ! {
     let off = irq::disable();
     finish_switch(&off);
     irq::enable(off);
-    let me = current().expect("thread_start without a current thread");
+    // No reference to the thread may stay in this frame: `exit` never
+    // returns, so one held here would never drop (the thread, and its
+    // address space, would leak).
+    let (tid, entry) = {
+        let me = current().expect("thread_start without a current thread");
+        (me.tid, me.take_entry())
+    };
     // `--seed`: a seed-derived spin before the body (see `jitter`).
-    let jitter = super::jitter::start_jitter_ns(me.tid);
+    let jitter = super::jitter::start_jitter_ns(tid);
     if jitter > 0 {
         super::jitter::burn(jitter);
     }
-    if let Some(entry) = me.take_entry() {
+    if let Some(entry) = entry {
         entry();
     }
     exit()

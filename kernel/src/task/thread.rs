@@ -1,9 +1,10 @@
 //! A kernel thread: its stack (with an overflow canary), its saved context,
-//! its FPU/SSE state (if it uses the FPU), the closure it runs, and the flags
-//! the scheduler glue needs.
+//! its FPU/SSE state (if it uses the FPU), its process's address space (if
+//! any), the closure it runs, and the flags the scheduler glue needs.
 
 use alloc::boxed::Box;
 use alloc::string::String;
+use alloc::sync::Arc;
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use sched::TaskId;
@@ -12,6 +13,7 @@ use spin::Mutex;
 use super::wait::WaitQueue;
 use crate::arch::fpu::FpuState;
 use crate::arch::switch::Context;
+use crate::mm::space::AddressSpace;
 use crate::sync::IrqSpinLock;
 
 /// Kernel-side thread number (dense, reused after the thread is reaped).
@@ -72,10 +74,14 @@ pub struct Thread {
     pub exit_wq: WaitQueue,
     /// x87/SSE state, once the thread has used the FPU (`arch/fpu.rs`).
     pub fpu: FpuState,
+    /// Its process's page tables; None for a kernel thread (and threads of
+    /// the kernel's process), which runs on whatever the CPU has loaded.
+    pub space: Option<Arc<AddressSpace>>,
 }
 
 impl Thread {
-    /// A thread that will run `entry` from `start` on its own stack.
+    /// A thread that will run `entry` from `start` on its own stack, in no
+    /// address space (set `space` before sharing it).
     pub fn new(
         id: ThreadId,
         name: String,
@@ -106,6 +112,7 @@ impl Thread {
             exited: AtomicBool::new(false),
             exit_wq: WaitQueue::new(),
             fpu: FpuState::new(),
+            space: None,
         }
     }
 

@@ -72,6 +72,9 @@ pub struct CpuCounters {
     pub switches: u64,
     /// Tasks migrated onto this CPU so far.
     pub migrations_in: u64,
+    /// Switches that loaded another address space's page tables so far
+    /// (`switch_mm`; 0 where every task shares one).
+    pub mm_switches: u64,
 }
 
 /// The scheduler's counters at a moment (the start or end of a measured

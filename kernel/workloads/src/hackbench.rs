@@ -12,14 +12,16 @@
 //! `hackbench` record adds what the seeds look at: the scheduler's decisions
 //! during the timed interval (wakeups, select_idle_sibling branches,
 //! migrations by reason and topology distance, runqueue wait histogram) and
-//! per-CPU context switches and migrations.
+//! per-CPU context switches, migrations and address-space switches.
 //!
 //! `mode=thread` (the default, hackbench `-T`) makes every worker a thread
 //! of one process; `mode=process` (hackbench's own default) forks each
 //! sender and receiver as its own process, so a switch between two workers
 //! changes page tables. Process mode needs an environment with address
-//! spaces ([`Env::address_spaces`]: the simulator; the kernel has one
-//! address space today and refuses it). Pipes hold 64 KiB (Linux's default 16 pages); a socket
+//! spaces ([`Env::address_spaces`]: the simulator, and the kernel, which
+//! gives each process its own PML4). The record's `per_cpu` entries count
+//! the switches that loaded another process's page tables (`mm_switches`).
+//! Pipes hold 64 KiB (Linux's default 16 pages); a socket
 //! channel holds 208 KiB (the default `net.core.wmem_default`); both wake
 //! readers and writers with WF_SYNC, as `pipe_write` and `sock_def_readable`
 //! do.
@@ -114,7 +116,7 @@ pub async fn run<E: Env>(env: &E, p: Params) -> Result<(), String> {
         if !env.address_spaces() {
             return Err(String::from(
                 "hackbench mode=process: every task here shares one address space, so process \
-                 mode would measure threads; use mode=thread or the simulator (--backend sim)",
+                 mode would measure threads; use mode=thread",
             ));
         }
         Space::Process

@@ -38,13 +38,15 @@ impl Interval {
         let now = env.snapshot();
         let per_cpu = json_array(now.cpus.iter(), |w, c| {
             let b = self.before.cpus.iter().find(|b| b.cpu == c.cpu);
-            let (sw0, mig0) = b.map_or((0, 0), |b| (b.switches, b.migrations_in));
+            let (sw0, mig0, mm0) =
+                b.map_or((0, 0, 0), |b| (b.switches, b.migrations_in, b.mm_switches));
             write!(
                 w,
-                "{{\"cpu\":{},\"context_switches\":{},\"migrations_in\":{}}}",
+                "{{\"cpu\":{},\"context_switches\":{},\"migrations_in\":{},\"mm_switches\":{}}}",
                 c.cpu,
                 c.switches - sw0,
-                c.migrations_in - mig0
+                c.migrations_in - mig0,
+                c.mm_switches - mm0
             )
         });
         IntervalEnd {
@@ -66,7 +68,8 @@ pub struct IntervalEnd {
     pub elapsed_ns: u64,
     /// Scheduler statistics over it.
     pub stats: SchedStats,
-    /// Per CPU, context switches and migrations in, as a JSON array.
+    /// Per CPU, context switches, migrations in and address-space switches,
+    /// as a JSON array.
     pub per_cpu_json: String,
 }
 

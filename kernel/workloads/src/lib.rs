@@ -74,12 +74,6 @@ impl Workload {
         Some(w.and_then(|w| a.finish().map(|()| w)))
     }
 
-    /// True when the benchmark runs tasks as separate processes (hackbench
-    /// `mode=process`), which needs an [`Env`] with address spaces.
-    pub fn needs_address_spaces(&self) -> bool {
-        matches!(self, Workload::Hackbench(p) if p.mode == "process")
-    }
-
     /// What the benchmark allocates before it runs, so a host can refuse a run
     /// that cannot fit the guest's memory before booting it (a lower bound:
     /// message copies and per-thread bookkeeping are left out).

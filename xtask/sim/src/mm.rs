@@ -65,6 +65,7 @@ impl Engine {
         }
         c.loaded = Some(mm);
         self.mm_stats.switches += 1;
+        self.world.lock().counters[cpu].mm_switches += 1;
         let mut ns = p.switch_ns;
         if !c.asids.contains(&mm) {
             self.mm_stats.tlb_refills += 1;

@@ -217,21 +217,28 @@ fn processes_pay_for_address_space_switches_and_lose_tlb_entries_past_six() {
     let hb = |mode: &str, fds: u32| {
         let args = format!("groups:1,fds:{fds},loops:40,datasize:4096,transport:pipe,mode:{mode}");
         let o = run(&config(machine(1, 1, 1), "hackbench", &args));
-        (
-            u(&record(&o, "hackbench"), "time_ns"),
-            record(&o, "sim_stats"),
-        )
+        let h = record(&o, "hackbench");
+        // The record's per-CPU address-space switches (timed interval only).
+        let per_cpu: u64 = h["per_cpu"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["mm_switches"].as_u64().unwrap())
+            .sum();
+        (u(&h, "time_ns"), record(&o, "sim_stats"), per_cpu)
     };
     // Threads of one process load their page tables once per CPU (the
     // first task to run there), never again.
-    let (t_thread, s) = hb("thread", 8);
+    let (t_thread, s, per_cpu) = hb("thread", 8);
     assert_eq!(u(&s, "mm_switches"), 1);
+    assert_eq!(per_cpu, 0, "the one load happens before the timed interval");
     // 16 processes and the parent: every switch between two of them loads
     // page tables, and with more than TLB_NR_DYN_ASIDS = 6 of them cycling
     // through the CPU most find their TLB entries gone.
-    let (t_proc, s) = hb("process", 8);
+    let (t_proc, s, per_cpu) = hb("process", 8);
     let (sw, refills) = (u(&s, "mm_switches"), u(&s, "tlb_refills"));
     assert!(sw > 100, "{s}");
+    assert!(per_cpu > 100 && per_cpu <= sw, "{per_cpu} of {sw}");
     assert!(refills * 2 > sw, "16 processes, 6 ASIDs: {refills} of {sw}");
     assert!(
         t_proc > t_thread,
@@ -239,7 +246,7 @@ fn processes_pay_for_address_space_switches_and_lose_tlb_entries_past_six() {
     );
     // 4 processes and the parent fit in 6 ASID slots: each takes a slot
     // (a cold TLB) once, when it first runs there, and keeps it.
-    let (_, s) = hb("process", 2);
+    let (_, s, _) = hb("process", 2);
     let (sw, refills) = (u(&s, "mm_switches"), u(&s, "tlb_refills"));
     assert!(sw > 20, "{s}");
     assert!(

@@ -81,7 +81,7 @@ fn map_001(row: &Row, full: bool) -> Mapping {
         "hackbench" => {
             if row.arg_str("mode") != Some("threads") {
                 return not(
-                    "hackbench process mode: the recipes run thread mode on every backend (mode=process exists only in the simulator); the threads rows are compared",
+                    "hackbench process mode: the recipes run thread mode (mode=process runs on both backends, the recipes do not use it yet); the threads rows are compared",
                 );
             }
             let part = match row.arg_str("ipc") {
