@@ -43,10 +43,12 @@ pub struct Recipe {
 /// Srikar's v3 series applied together (`SRIKAR_V3`: one switch per patch,
 /// docs/policies.md).
 macro_rules! hackbench_001 {
-    ($transport:literal) => {
+    ($mode:literal, $transport:literal) => {
         &[
             "--experiment",
             "hackbench",
+            "--arg",
+            $mode,
             "--variant-features",
             "SRIKAR_V3",
             "--arg",
@@ -123,14 +125,26 @@ pub const RECIPES: &[Recipe] = &[
         title: "Srikar v3 'wake_affine improvements' (idle-core id, idler LLC, busy accounting in the idle callbacks) (hackbench, netperf; Aubrey Li's 192-CPU box)",
         parts: &[
             Part {
+                name: "process-sockets",
+                args: hackbench_001!("mode=process", "transport=socket"),
+                quick: &[],
+                full: &[],
+            },
+            Part {
+                name: "process-pipe",
+                args: hackbench_001!("mode=process", "transport=pipe"),
+                quick: &[],
+                full: &[],
+            },
+            Part {
                 name: "threads-sockets",
-                args: hackbench_001!("transport=socket"),
+                args: hackbench_001!("mode=thread", "transport=socket"),
                 quick: &[],
                 full: &[],
             },
             Part {
                 name: "threads-pipe",
-                args: hackbench_001!("transport=pipe"),
+                args: hackbench_001!("mode=thread", "transport=pipe"),
                 quick: &[],
                 full: &[],
             },
@@ -183,6 +197,8 @@ pub const RECIPES: &[Recipe] = &[
                     "--variant-features",
                     "RUNNABLE_LOAD,IDLEST_BLOCKED",
                     "--arg",
+                    "mode=process",
+                    "--arg",
                     "transport=socket",
                     "--arg",
                     "fds=20",
@@ -204,6 +220,8 @@ pub const RECIPES: &[Recipe] = &[
                     "--variant-features",
                     "RUNNABLE_LOAD,IDLEST_BLOCKED",
                     "--arg",
+                    "mode=process",
+                    "--arg",
                     "transport=pipe",
                     "--arg",
                     "fds=20",
@@ -222,6 +240,8 @@ pub const RECIPES: &[Recipe] = &[
                     "RUNNABLE_LOAD,NO_IDLEST_BLOCKED",
                     "--variant-features",
                     "RUNNABLE_LOAD,IDLEST_BLOCKED",
+                    "--arg",
+                    "mode=process",
                     "--arg",
                     "transport=pipe",
                     "--arg",
@@ -249,6 +269,8 @@ pub const RECIPES: &[Recipe] = &[
                     "hackbench",
                     "--variant-features",
                     "WAKE_WIDE_HEAVY",
+                    "--arg",
+                    "mode=process",
                     "--arg",
                     "fds=20",
                     "--arg",

@@ -74,20 +74,17 @@ fn map_000(row: &Row) -> Mapping {
     )
 }
 
-/// hackbench threads x pipe/sockets by groups (48 tasks each), netperf
+/// hackbench process/threads x pipe/sockets by groups (48 tasks each), netperf
 /// TCP_RR by load (threads per CPU scaled to the form's machine).
 fn map_001(row: &Row, full: bool) -> Mapping {
     match row.benchmark.as_str() {
         "hackbench" => {
-            if row.arg_str("mode") != Some("threads") {
-                return not(
-                    "hackbench process mode: the recipes run thread mode (mode=process runs on both backends, the recipes do not use it yet); the threads rows are compared",
-                );
-            }
-            let part = match row.arg_str("ipc") {
-                Some("pipe") => "threads-pipe",
-                Some("sockets") => "threads-sockets",
-                other => return not(format!("hackbench ipc {other:?} unknown")),
+            let part = match (row.arg_str("mode"), row.arg_str("ipc")) {
+                (Some("threads"), Some("pipe")) => "threads-pipe",
+                (Some("threads"), Some("sockets")) => "threads-sockets",
+                (Some("process"), Some("pipe")) => "process-pipe",
+                (Some("process"), Some("sockets")) => "process-sockets",
+                (mode, ipc) => return not(format!("hackbench mode {mode:?} ipc {ipc:?} unknown")),
             };
             match row.arg_u64("groups") {
                 Some(g) => cell(part, g, None),
@@ -126,14 +123,10 @@ fn map_001(row: &Row, full: bool) -> Mapping {
 /// 30 groups); the older-kernel and per-event rows are not compared.
 fn map_002(row: &Row) -> Mapping {
     if row.benchmark == "hackbench" && row.baseline_label.starts_with("v4.8") {
-        return cell(
-            "sockets",
-            1,
-            Some("thread mode for -P; Hikey (8 ARM cores) as 2s8-nosmt"),
-        );
+        return cell("sockets", 1, Some("Hikey (8 ARM cores) as 2s8-nosmt"));
     }
     if row.benchmark == "hackbench" && row.metric.starts_with("time") {
-        return cell("pipe", 30, Some("thread mode for process"));
+        return cell("pipe", 30, None);
     }
     if row.benchmark == "hackbench" {
         return not(format!(
@@ -177,11 +170,7 @@ fn map_003(row: &Row) -> Mapping {
                 "{g} groups x 40 tasks = {} threads, over schedlab's {MAX_TASKS}-thread limit",
                 g * 40
             )),
-            Some(g) => cell(
-                "pipes",
-                g,
-                Some("thread mode for process; machine not stated"),
-            ),
+            Some(g) => cell("pipes", g, Some("machine not stated")),
             None => not("no group count"),
         },
         "tbench" => match row.arg_u64("clients") {
@@ -233,12 +222,12 @@ mod tests {
     use crate::seeds;
 
     /// (mapped, not reproduced) per seed, counted by hand from the rows:
-    /// 000: ua active + ua passive; 001: 10 threads rows + 5 TCP_RR + 5 UDP_RR rows;
+    /// 000: ua active + ua passive; 001: 10 process + 10 threads rows + 5 TCP_RR + 5 UDP_RR rows;
     /// 002: 002-03, 002-04 and the three migration rows 002-11..13; 003: groups 1..203 = 12 rows (234, 265, 296
     /// exceed 8192 threads) + the 11 tbench4 rows (clients 1..1024); 004: all 18 rows, 6 tests x 3 placements.
     const EXPECTED: [(&str, usize, usize); 5] = [
         ("000", 2, 6),
-        ("001", 20, 10),
+        ("001", 30, 0),
         ("002", 5, 8),
         ("003", 23, 3),
         ("004", 18, 0),
@@ -298,8 +287,12 @@ mod tests {
         assert!(
             matches!(m("001-30", false), Mapping::Cell { part: "UDP_RR", ref op, .. } if op == "16")
         );
+        // 001-01: hackbench process pipe, 1 group; 001-07 process sockets, 2 groups.
         assert!(
-            matches!(m("001-01", false), Mapping::NotReproduced(ref w) if w.contains("process"))
+            matches!(m("001-01", false), Mapping::Cell { part: "process-pipe", ref op, .. } if op == "1")
+        );
+        assert!(
+            matches!(m("001-07", true), Mapping::Cell { part: "process-sockets", ref op, .. } if op == "2")
         );
         assert!(
             matches!(m("001-13", false), Mapping::Cell { part: "threads-pipe", ref op, .. } if op == "3")
