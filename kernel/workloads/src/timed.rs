@@ -17,8 +17,9 @@ use crate::noise::{Noise, NoiseWorkers};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Phases {
     /// Run, unmeasured, after the gate opens (dbench's warmup: the workers
-    /// run as in the measurement, their counts and the scheduler's are
-    /// discarded).
+    /// run as in the measurement; the workload's counts and the interval's
+    /// scheduler statistics leave it out, a backend's own whole-run
+    /// statistics such as the simulator's `sim_stats` do not).
     pub warmup_ns: u64,
     /// The measured interval after the warmup.
     pub duration_ns: u64,
@@ -35,9 +36,9 @@ async fn sleep_until<E: Env>(env: &E, deadline: u64) {
     }
 }
 
-/// Runs the phase; `at_warm` is called when the warmup ends (with no
-/// warmup: right before the gate opens), where the workload snapshots its
-/// own counters, at the same instant as the interval starts. Returns the nanoseconds from the warmup's end to the stop
+/// Runs the phase; `at_warm` is called when the warmup ends, right after
+/// the interval starts (with no warmup: before the gate opens, when every
+/// count is still zero), where the workload snapshots its own counters. Returns the nanoseconds from the warmup's end to the stop
 /// signal, and the interval's end (scheduler statistics from the warmup's
 /// end) taken after every worker has joined.
 pub async fn run_for<E: Env>(
@@ -62,8 +63,13 @@ pub async fn run_for<E: Env>(
         let t_open = env.now_ns();
         gate.open(env).await;
         sleep_until(env, t_open + phases.warmup_ns).await;
+        // In the kernel the workers run on between the two calls: an
+        // operation may finish after the interval's start and before the
+        // snapshot (uncounted, microseconds of a run); in the simulator both
+        // are the same instant.
+        let interval = Interval::start(env);
         at_warm();
-        Interval::start(env)
+        interval
     };
     let t0 = interval.t0();
     if phases.warmup_ns == 0 {

@@ -21,8 +21,14 @@ const SHAPE: [(Option<usize>, Option<usize>); 9] = [
 ];
 const IO: [usize; 4] = [1024, 4096, 16384, 65536];
 
+/// A run with no warmup, so the trace's operations are the record's.
 fn tbench(args: &str, costs: Costs) -> Run {
-    let r = mock::run("tbench", &format!("duration_ms:10,{args}"), 2, costs);
+    let r = mock::run(
+        "tbench",
+        &format!("duration_ms:10,warmup_ms:0,{args}"),
+        2,
+        costs,
+    );
     assert!(r.result.is_ok(), "{:?}", r.result);
     r
 }
@@ -177,4 +183,33 @@ fn books_balance_with_slow_servers_or_clients() {
             .sum();
         assert_eq!(per, u(&rec, "ops"));
     }
+}
+
+#[test]
+fn the_warmup_is_run_but_not_counted() {
+    // dbench's --warmup: the clients run through it, the record counts only
+    // the measured interval after it; the books (every request answered)
+    // still cover the whole run.
+    let r = mock::run(
+        "tbench",
+        "duration_ms:10,warmup_ms:10,clients:1,work:0",
+        2,
+        Costs::uniform(),
+    );
+    assert!(r.result.is_ok(), "{:?}", r.result);
+    let rec = r.record("tbench");
+    let sent = sizes(&r, "tbench0", "send").len() as u64;
+    let ops = u(&rec, "ops");
+    assert_eq!(u(&rec, "warmup_ns"), 10_000_000);
+    assert!(ops > 0 && ops < sent, "{ops} measured of {sent} sent");
+    // Half the run is warmup: about half the operations are measured.
+    assert!(
+        (2 * ops).abs_diff(sent) <= sent / 10 + 2,
+        "{ops} measured of {sent}"
+    );
+    let e = u(&rec, "elapsed_ns");
+    assert!((10_000_000..11_000_000).contains(&e), "elapsed {e}");
+    // The default warmup is a fifth of the run, as dbench's.
+    let r = mock::run("tbench", "duration_ms:10,clients:1", 2, Costs::uniform());
+    assert_eq!(u(&r.record("tbench"), "warmup_ns"), 2_000_000);
 }

@@ -19,7 +19,7 @@ fn one_cpu_time_is_the_sum_of_the_calls_copies_and_server_work() {
         let mut c = config(
             machine(1, 1, 1),
             "tbench",
-            &format!("clients:1,duration_ms:20,work:{work}"),
+            &format!("clients:1,duration_ms:20,warmup_ms:0,work:{work}"),
         );
         c.profile = calls_only();
         let r = record(&run(&c), "tbench");
