@@ -49,7 +49,7 @@
 //!   interrupt's cost to the thread it interrupts: entry, the tick handler,
 //!   exit;
 //! - **LLC hit**: a random pointer chase on CPU 0 over min(4 x (L1d + L2),
-//!   LLC / 2) bytes (CPUID leaf 4), after a full warm-up pass: 4 x the
+//!   LLC / 2, 32 MiB) bytes (CPUID leaf 4), after a full warm-up pass: 4 x the
 //!   private caches so that few hops hit them (a random-replacement L2
 //!   holding a quarter of the lines), half the LLC so that the buffer stays
 //!   in it next to the kernel's own data (an LLC shared with idle CPUs).
@@ -629,12 +629,13 @@ fn cache_sizes(m: &Machine, cpu: usize) -> Option<(u64, u64, u64)> {
     Some((l1 + l2, l2, llc.size_bytes))
 }
 
-/// The LLC chase buffer's size: min(4 x private, LLC / 2), whole lines;
-/// None when that is not at least twice the L2 (too many hops would hit
-/// it) or exceeds `LLC_CHASE_MAX_MIB`.
+/// The LLC chase buffer's size: min(4 x private, LLC / 2,
+/// `LLC_CHASE_MAX_MIB`), whole lines; None when that is not at least twice
+/// the L2 (too many hops would hit it).
 fn llc_chase_bytes(private: u64, l2: u64, llc: u64, line: u64) -> Option<u64> {
-    let bytes = (4 * private).min(llc / 2) / line * line;
-    (bytes >= 2 * l2 && bytes <= Calibrate::LLC_CHASE_MAX_MIB << 20).then_some(bytes)
+    let cap = Calibrate::LLC_CHASE_MAX_MIB << 20;
+    let bytes = (4 * private).min(llc / 2).min(cap) / line * line;
+    (bytes >= 2 * l2).then_some(bytes)
 }
 
 /// ns per hop of a random chase over a buffer between the private caches
