@@ -550,11 +550,7 @@ pub fn profile_toml(records: &[Value], source: &str) -> Result<String> {
                 "this log's calibrate record has no page walk: it predates the measurement",
             ),
         },
-        builtin(
-            "tlb_entries",
-            base.mm.tlb_entries as f64,
-            "the TLB size is not probed",
-        ),
+        tlb_param(&cal["mm"], base.mm.tlb_entries),
     ];
     cache.push(dram);
     cache.push(remote_slit);
@@ -677,6 +673,31 @@ fn timer_param(cal: &Value, clock: &ClockSource, nominal: f64) -> Param {
             "timer_ns",
             nominal,
             "this log's calibrate record has no timer field: it predates the measurement",
+        ),
+    }
+}
+
+/// `mm.tlb_entries` from the `mm` field's `tlb_4k_entries`: the last-level
+/// 4 KiB TLB that CPUID leaf 0x18 describes, read rather than timed.
+fn tlb_param(mm: &Value, nominal: u64) -> Param {
+    match mm["tlb_4k_entries"].as_u64() {
+        Some(n) if n > 0 => measured(
+            "tlb_entries",
+            n as f64,
+            &format!(
+                "CPUID leaf 0x18: the level-{} data/unified TLB's 4 KiB entries (ways x sets), read, not timed",
+                mm["tlb_level"]
+            ),
+        ),
+        _ if mm.get("tlb_4k_entries").is_some() => builtin(
+            "tlb_entries",
+            nominal as f64,
+            "CPUID leaf 0x18 describes no 4 KiB TLB on this CPU (AMD and older Intel parts lack the leaf; QEMU TCG's -cpu max reports none)",
+        ),
+        _ => builtin(
+            "tlb_entries",
+            nominal as f64,
+            "this log's calibrate record has no TLB size: it predates reading CPUID leaf 0x18",
         ),
     }
 }
@@ -1038,7 +1059,7 @@ mod tests {
         let note = note_of(&toml, "timer_ns");
         assert!(note.starts_with("# measured: "), "{note}");
         assert!(
-            note.contains("163 of 163 ticks") && note.contains("emulation time"),
+            note.contains("181 of 181 ticks") && note.contains("emulation time"),
             "{note}"
         );
         // QEMU's caches: L1d 32 KiB + L2 4 MiB, L3 16 MiB: min(4 x private,
@@ -1048,10 +1069,25 @@ mod tests {
         assert!(ns > 0);
         assert_eq!(p.cache.line_ns.same, ns as f64);
         assert!(toml.contains("# line_ns.same: measured: random dependent pointer chase"));
-        // The mm measurements still land.
+        // The mm measurements still land; QEMU TCG reports no leaf 0x18.
         assert_eq!(
             p.mm.switch_ns,
             c["mm"]["switch_ns"].as_u64().unwrap() as f64
+        );
+        assert_eq!(c["mm"]["tlb_4k_entries"], Value::Null);
+        assert_eq!(p.mm.tlb_entries, Profile::default_profile().mm.tlb_entries);
+        let note = note_of(&toml, "tlb_entries");
+        assert!(note.contains("leaf 0x18 describes no 4 KiB TLB"), "{note}");
+        // A CPU that has the leaf (Skylake-SP's STLB: 1536 entries).
+        let mut r = r.clone();
+        c_mm(&mut r)["tlb_4k_entries"] = 1536.into();
+        c_mm(&mut r)["tlb_level"] = 2.into();
+        let toml = profile_toml(&r, "x").unwrap();
+        assert_eq!(Profile::parse(&toml).unwrap().mm.tlb_entries, 1536);
+        let note = note_of(&toml, "tlb_entries");
+        assert!(
+            note.starts_with("# measured: CPUID leaf 0x18: the level-2"),
+            "{note}"
         );
     }
 
@@ -1070,6 +1106,10 @@ mod tests {
             assert_eq!(p.cache.line_ns.same, base.cache.line_ns.same);
             assert!(
                 note_of(&toml, "timer_ns").contains("has no timer field"),
+                "{toml}"
+            );
+            assert!(
+                note_of(&toml, "tlb_entries").contains("has no TLB size"),
                 "{toml}"
             );
             assert!(toml.contains("# line_ns.same: NOT MEASURED by calibrate (this log's calibrate record has no llc_hit field"), "{toml}");

@@ -18,6 +18,9 @@
 //!   and the TLB refill it causes on the yield path; also whether the
 //!   kernel's mappings are global (CR4.PGE, G bits), which decides what a
 //!   CR3 load flushes;
+//! - **TLB size**: the last-level 4 KiB TLB's entries from CPUID leaf 0x18
+//!   (read, not timed; null where the leaf is missing, as on AMD and under
+//!   QEMU TCG `-cpu max`);
 //! - **page walk**: one word in each of up to 64 pages of the chase buffer
 //!   (the physical-memory window's pages, 2 MiB under the bootloader) read
 //!   right after a TLB flush and again warm; the difference per page;
@@ -956,6 +959,7 @@ pub fn run(m: &Machine, args: &mut workloads::args::Args<'_>) -> Result<ExitCode
     watchdog::disarm();
 
     let vendor = crate::arch::identity::hypervisor_vendor().unwrap_or_default();
+    let tlb = crate::arch::cpu::tlb_4k();
     let refill_json = |r: &[(usize, u64, u64)]| {
         json_array(r, |w, &(kib, cold, warm)| {
             write!(w, "{{\"kib\":{kib},\"cold_ns\":{cold},\"warm_ns\":{warm}}}")
@@ -1017,7 +1021,7 @@ pub fn run(m: &Machine, args: &mut workloads::args::Args<'_>) -> Result<ExitCode
         .raw(
             "mm",
             &alloc::format!(
-                "{{\"process_switch_ns\":{},\"thread_switch_ns\":{},\"switch_ns\":{},\"cr3_loads\":{},\"cr4_pge\":{},\"cr4_pcide\":{},\"pages\":{},\"global_pages\":{},\"page_bytes\":{page_bytes},\"walk_pages\":{walk_pages},\"page_walk_ps\":{walk_ps}}}",
+                "{{\"process_switch_ns\":{},\"thread_switch_ns\":{},\"switch_ns\":{},\"cr3_loads\":{},\"cr4_pge\":{},\"cr4_pcide\":{},\"pages\":{},\"global_pages\":{},\"page_bytes\":{page_bytes},\"walk_pages\":{walk_pages},\"page_walk_ps\":{walk_ps},\"tlb_level\":{},\"tlb_4k_entries\":{}}}",
                 mm.process_ns,
                 mm.thread_ns,
                 mm.process_ns.saturating_sub(mm.thread_ns),
@@ -1025,7 +1029,9 @@ pub fn run(m: &Machine, args: &mut workloads::args::Args<'_>) -> Result<ExitCode
                 globals.cr4_pge,
                 globals.cr4_pcide,
                 globals.leaves,
-                globals.global_leaves
+                globals.global_leaves,
+                tlb.map_or_else(|| "null".into(), |(l, _)| alloc::format!("{l}")),
+                tlb.map_or_else(|| "null".into(), |(_, n)| alloc::format!("{n}"))
             ),
         )
         .raw("timer", &timer_json(&detour, m.hz))
