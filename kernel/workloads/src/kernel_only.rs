@@ -168,11 +168,19 @@ mod tests {
             "experiment 'latency': argument rounds=5 must be an integer in 10..=1000000"
         );
         assert_eq!(check("fpu-check", "", 3).unwrap().unwrap().threads, 12);
+        // Three 16 MiB memory chase buffers, or the 32 MiB LLC chase at most.
+        assert_eq!(
+            check("calibrate", "chase_mib:16", 2).unwrap().unwrap(),
+            Footprint {
+                threads: 4,
+                buffer_bytes: 3 * (16 << 20) + (2 << 20) + 16_000
+            }
+        );
         assert_eq!(
             check("calibrate", "chase_mib:8", 2).unwrap().unwrap(),
             Footprint {
                 threads: 4,
-                buffer_bytes: 3 * (8 << 20) + (2 << 20) + 16_000
+                buffer_bytes: (32 << 20) + (2 << 20) + 16_000
             }
         );
         assert_eq!(
