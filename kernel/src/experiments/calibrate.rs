@@ -668,8 +668,8 @@ fn llc_hit(m: &Machine, cpu: usize, line: usize, hops: usize) -> LlcHit {
     }
 }
 
-/// The timer interrupt's detour on `cpu`, from a thread that spins reading
-/// the TSC with interrupts on: `tsc` cycles are TSC cycles.
+/// The timer interrupt's detour on a CPU, from a thread that spins there
+/// reading the TSC with interrupts on.
 struct Detour {
     window_ns: u64,
     /// Median loop iteration, ps.
@@ -959,7 +959,7 @@ pub fn run(m: &Machine, args: &mut workloads::args::Args<'_>) -> Result<ExitCode
     watchdog::disarm();
 
     let vendor = crate::arch::identity::hypervisor_vendor().unwrap_or_default();
-    let tlb = crate::arch::cpu::tlb_4k();
+    let tlb = on_cpu(a, crate::arch::cpu::tlb_4k);
     let refill_json = |r: &[(usize, u64, u64)]| {
         json_array(r, |w, &(kib, cold, warm)| {
             write!(w, "{{\"kib\":{kib},\"cold_ns\":{cold},\"warm_ns\":{warm}}}")
