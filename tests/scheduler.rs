@@ -148,12 +148,45 @@ fn calibrate_measures_every_distance_and_makes_a_profile() {
     assert_eq!(mm["cr4_pge"], false, "{mm}");
     assert_eq!(u(&mm["global_pages"]), 0, "{mm}");
     assert!(u(&mm["pages"]) > 0, "{mm}");
+    // QEMU TCG's `-cpu max` has no CPUID leaf 0x18: the TLB size is
+    // unknown, and the profile keeps the built-in mm.tlb_entries.
+    assert!(
+        mm["tlb_4k_entries"].is_null() && mm["tlb_level"].is_null(),
+        "{mm}"
+    );
     // 4 MiB of 2 MiB window pages: two pages walked after a flush.
     assert_eq!(u(&mm["page_bytes"]), 2 << 20, "{mm}");
     assert_eq!(u(&mm["walk_pages"]), 2, "{mm}");
+    // The timer's detour: CPU 0 spun for 60 tick periods; each tick opened
+    // a gap of its own (the boundaries may lose one), no IPI reached it.
+    let t = &c["timer"];
+    let ticks = u(&t["ticks"]);
+    assert!(ticks >= 10, "{t}");
+    assert!(
+        u(&t["tick_gaps"]) <= ticks && u(&t["tick_gaps"]) + 2 >= ticks,
+        "{t}"
+    );
+    assert!(u(&t["gaps"]) >= u(&t["tick_gaps"]), "{t}");
+    assert_eq!(u(&t["ipis"]), 0, "{t}");
+    assert!(u(&t["iteration_ps"]) > 0 && u(&t["detour_ns"]) > 0, "{t}");
+    assert!(u(&t["gap_ns"]) > 10 * u(&t["iteration_ps"]) / 1000, "{t}");
+    // The LLC hit: QEMU's L1d 32 KiB + L2 4 MiB, L3 16 MiB give an 8 MiB
+    // chase (twice the L2, half the L3).
+    let h = &c["llc_hit"];
+    assert_eq!(u(&h["l2_bytes"]), 4 << 20, "{h}");
+    assert_eq!(u(&h["bytes"]), 8 << 20, "{h}");
+    assert!(u(&h["ns_per_hop"]) > 0, "{h}");
     // The records make a profile the simulator loads, labelled as emulation.
     let toml = xtask::calibration::profile_toml(&r.records, "test").unwrap();
+    for (key, want) in [("timer_ns", &t["detour_ns"]), ("same", &h["ns_per_hop"])] {
+        let line = format!("{key} = {}", u(want));
+        assert!(toml.contains(&line), "{line} in {toml}");
+    }
     assert!(toml.contains("Clock source: QEMU TCG"), "{toml}");
+    assert!(
+        toml.contains("(CPUID leaf 0x18 describes no 4 KiB TLB on this CPU"),
+        "{toml}"
+    );
     let line = format!("\nswitch_ns = {}\n", u(&mm["switch_ns"]));
     assert!(toml.contains(&line), "{line} in {toml}");
 }

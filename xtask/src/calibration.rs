@@ -308,11 +308,7 @@ pub fn profile_toml(records: &[Value], source: &str) -> Result<String> {
         u(cal, "spawn_ns")? as f64,
         "task::spawn of an empty bound thread, on the parent",
     ));
-    kernel.push(builtin(
-        "timer_ns",
-        base.kernel.timer_ns,
-        "a sleep's timer interrupt is not timed",
-    ));
+    kernel.push(timer_param(cal, &clock, base.kernel.timer_ns));
 
     // [wakeup]
     let by_dist = |field: &str, what: &str, base: [f64; 5]| -> Vec<Param> {
@@ -498,11 +494,7 @@ pub fn profile_toml(records: &[Value], source: &str) -> Result<String> {
         private,
         llc,
     ];
-    let same = builtin(
-        "same",
-        l.same,
-        "an LLC hit after eviction from the private caches is not timed",
-    );
+    let same = llc_hit_param(cal, l.same);
     let mut lines = vec![same];
     lines.extend(line_params);
     // [mm] switch_ns: the kernel gives each process its own PML4, so a
@@ -558,11 +550,7 @@ pub fn profile_toml(records: &[Value], source: &str) -> Result<String> {
                 "this log's calibrate record has no page walk: it predates the measurement",
             ),
         },
-        builtin(
-            "tlb_entries",
-            base.mm.tlb_entries as f64,
-            "the TLB size is not probed",
-        ),
+        tlb_param(&cal["mm"], base.mm.tlb_entries),
     ];
     cache.push(dram);
     cache.push(remote_slit);
@@ -648,6 +636,107 @@ pub fn profile_toml(records: &[Value], source: &str) -> Result<String> {
     )?;
     Profile::parse(&t).map_err(|e| anyhow::anyhow!("the generated profile does not load: {e}"))?;
     Ok(t)
+}
+
+/// `kernel.timer_ns` from the record's `timer` field: the median detour
+/// of CPU 0's periodic tick on a thread spinning there (the model charges
+/// a sleep's timer interrupt to whatever runs on the CPU it fires on).
+fn timer_param(cal: &Value, clock: &ClockSource, nominal: f64) -> Param {
+    let t = &cal["timer"];
+    match t["detour_ns"].as_u64() {
+        Some(ns) if ns > 0 => {
+            let on = match clock {
+                ClockSource::QemuTcg => {
+                    "; under TCG this is emulation time: the emulator delivering an interrupt"
+                }
+                ClockSource::QemuIcount => {
+                    "; under icount this counts the instructions of the interrupt path"
+                }
+                _ => "",
+            };
+            measured(
+                "timer_ns",
+                ns as f64,
+                &format!(
+                    "median gap a periodic LAPIC tick (nothing expiring) opened in a thread spinning on the TSC on CPU 0 ({} ns; {} of {} ticks found as gaps, {} gaps in all) minus the loop's iteration ({} ps): interrupt entry, tick handler, exit. schedlab's sleeps expire in this tick; Linux's hrtimer interrupt (expiry, wakeup) differs{on}",
+                    t["gap_ns"], t["tick_gaps"], t["ticks"], t["gaps"], t["iteration_ps"]
+                ),
+            )
+        }
+        Some(_) => builtin("timer_ns", nominal, "the tick's detour measured 0"),
+        None if t.is_object() => builtin(
+            "timer_ns",
+            nominal,
+            "no tick opened a gap in the spinning thread on CPU 0",
+        ),
+        None => builtin(
+            "timer_ns",
+            nominal,
+            "this log's calibrate record has no timer field: it predates the measurement",
+        ),
+    }
+}
+
+/// `mm.tlb_entries` from the `mm` field's `tlb_4k_entries`: the last-level
+/// 4 KiB TLB that CPUID leaf 0x18 describes, read rather than timed.
+fn tlb_param(mm: &Value, nominal: u64) -> Param {
+    match mm["tlb_4k_entries"].as_u64() {
+        Some(n) if n > 0 => measured(
+            "tlb_entries",
+            n as f64,
+            &format!(
+                "CPUID leaf 0x18: the level-{} data/unified TLB's 4 KiB entries (ways x sets), read, not timed",
+                mm["tlb_level"]
+            ),
+        ),
+        _ if mm.get("tlb_4k_entries").is_some() => builtin(
+            "tlb_entries",
+            nominal as f64,
+            "CPUID leaf 0x18 describes no 4 KiB TLB on this CPU (AMD and older Intel parts lack the leaf; QEMU TCG's -cpu max reports none)",
+        ),
+        _ => builtin(
+            "tlb_entries",
+            nominal as f64,
+            "this log's calibrate record has no TLB size: it predates reading CPUID leaf 0x18",
+        ),
+    }
+}
+
+/// `cache.line_ns.same` from the record's `llc_hit` field: a dependent
+/// chase's latency over a buffer beyond the private caches and inside the
+/// LLC (the model's lines other tasks evicted from the private caches on
+/// the task's own CPU, still in its LLC).
+fn llc_hit_param(cal: &Value, nominal: f64) -> Param {
+    let h = &cal["llc_hit"];
+    match h["ns_per_hop"].as_u64() {
+        Some(ns) if ns > 0 => measured(
+            "same",
+            ns as f64,
+            &format!(
+                "random dependent pointer chase, one hop per line, on CPU 0 over {} bytes = min(4 x L1d+L2 {}, LLC {} / 2), after a warm-up pass: an LLC hit",
+                h["bytes"], h["private_bytes"], h["llc_bytes"]
+            ),
+        ),
+        Some(_) => builtin("same", nominal, "the LLC chase measured 0"),
+        None if h.is_object() && h["llc_bytes"].as_u64().unwrap_or(0) == 0 => builtin(
+            "same",
+            nominal,
+            "CPUID leaf 4 gave no L1d, L2 and L3 or higher for CPU 0",
+        ),
+        None if h.is_object() => builtin(
+            "same",
+            nominal,
+            &format!(
+                "min(4 x L1d+L2 {}, LLC {} / 2) is not at least 2 x L2 {}: no buffer between the private caches and the LLC",
+                h["private_bytes"], h["llc_bytes"], h["l2_bytes"]
+            ),
+        ),
+        None => builtin(
+            "same",
+            nominal,
+            "this log's calibrate record has no llc_hit field: it predates the measurement",
+        ),
+    }
 }
 
 fn section_body(w: &mut String, ps: &[Param]) -> std::fmt::Result {
@@ -940,6 +1029,129 @@ mod tests {
         assert!(
             note.contains("(12214 ns)") && note.contains("(3705 ns)"),
             "{note}"
+        );
+    }
+
+    /// 2 vCPUs (1 socket x 2 cores), multi-threaded TCG, rounds=200, with
+    /// the `timer` and `llc_hit` fields (`tests/fixtures/README.md`).
+    const TIMER_FIXTURE: &str = include_str!("../tests/fixtures/calibrate-qemu-tcg-timer.log");
+
+    #[test]
+    fn a_log_with_the_timer_and_llc_fields_gives_the_measured_values() {
+        let r = log_records(TIMER_FIXTURE.as_bytes()).unwrap();
+        let c = cal(&r);
+        let (t, h) = (&c["timer"], &c["llc_hit"]);
+        let toml = profile_toml(&r, "timer.log").unwrap();
+        let p = Profile::parse(&toml).unwrap();
+        // Every tick of the window opened a gap of its own; the emulator's
+        // other stalls are gaps without a tick.
+        let ticks = t["ticks"].as_u64().unwrap();
+        assert!(ticks >= 100, "{t}");
+        assert_eq!(t["tick_gaps"].as_u64().unwrap(), ticks, "{t}");
+        assert!(t["gaps"].as_u64().unwrap() >= ticks, "{t}");
+        assert_eq!(t["ipis"], 0, "{t}");
+        let detour = t["detour_ns"].as_u64().unwrap();
+        assert_eq!(
+            detour,
+            t["gap_ns"].as_u64().unwrap() - t["iteration_ps"].as_u64().unwrap() / 1000
+        );
+        assert_eq!(p.kernel.timer_ns, detour as f64);
+        let note = note_of(&toml, "timer_ns");
+        assert!(note.starts_with("# measured: "), "{note}");
+        assert!(
+            note.contains("181 of 181 ticks") && note.contains("emulation time"),
+            "{note}"
+        );
+        // QEMU's caches: L1d 32 KiB + L2 4 MiB, L3 16 MiB: min(4 x private,
+        // 8 MiB) = 8 MiB, twice the L2.
+        assert_eq!(h["bytes"], 8 << 20, "{h}");
+        let ns = h["ns_per_hop"].as_u64().unwrap();
+        assert!(ns > 0);
+        assert_eq!(p.cache.line_ns.same, ns as f64);
+        assert!(toml.contains("# line_ns.same: measured: random dependent pointer chase"));
+        // The mm measurements still land; QEMU TCG reports no leaf 0x18.
+        assert_eq!(
+            p.mm.switch_ns,
+            c["mm"]["switch_ns"].as_u64().unwrap() as f64
+        );
+        assert_eq!(c["mm"]["tlb_4k_entries"], Value::Null);
+        assert_eq!(p.mm.tlb_entries, Profile::default_profile().mm.tlb_entries);
+        let note = note_of(&toml, "tlb_entries");
+        assert!(note.contains("leaf 0x18 describes no 4 KiB TLB"), "{note}");
+        // A CPU that has the leaf (Skylake-SP's STLB: 1536 entries).
+        let mut r = r.clone();
+        c_mm(&mut r)["tlb_4k_entries"] = 1536.into();
+        c_mm(&mut r)["tlb_level"] = 2.into();
+        let toml = profile_toml(&r, "x").unwrap();
+        assert_eq!(Profile::parse(&toml).unwrap().mm.tlb_entries, 1536);
+        let note = note_of(&toml, "tlb_entries");
+        assert!(
+            note.starts_with("# measured: CPUID leaf 0x18: the level-2"),
+            "{note}"
+        );
+    }
+
+    #[test]
+    fn a_log_without_the_timer_and_llc_fields_keeps_the_built_in_values() {
+        let base = Profile::default_profile();
+        for log in [
+            FIXTURE,
+            include_str!("../tests/fixtures/calibrate-qemu-tcg-mm.log"),
+        ] {
+            let r = log_records(log.as_bytes()).unwrap();
+            assert!(cal(&r).get("timer").is_none() && cal(&r).get("llc_hit").is_none());
+            let toml = profile_toml(&r, "old.log").unwrap();
+            let p = Profile::parse(&toml).unwrap();
+            assert_eq!(p.kernel.timer_ns, base.kernel.timer_ns);
+            assert_eq!(p.cache.line_ns.same, base.cache.line_ns.same);
+            assert!(
+                note_of(&toml, "timer_ns").contains("has no timer field"),
+                "{toml}"
+            );
+            assert!(
+                note_of(&toml, "tlb_entries").contains("has no TLB size"),
+                "{toml}"
+            );
+            assert!(toml.contains("# line_ns.same: NOT MEASURED by calibrate (this log's calibrate record has no llc_hit field"), "{toml}");
+        }
+    }
+
+    #[test]
+    fn an_absent_tick_gap_or_llc_buffer_keeps_the_built_in_value_and_says_why() {
+        let base = Profile::default_profile();
+        let mut r = log_records(TIMER_FIXTURE.as_bytes()).unwrap();
+        let c = r
+            .iter_mut()
+            .rev()
+            .find(|v| v["type"] == "calibrate")
+            .unwrap();
+        c["timer"]["detour_ns"] = Value::Null;
+        c["timer"]["tick_gaps"] = 0.into();
+        // An L2 of 2 MiB next to an LLC of 4 MiB: min(4 x private, 2 MiB)
+        // is not twice the L2.
+        c["llc_hit"] = serde_json::json!({"private_bytes": 2_129_920, "l2_bytes": 2_097_152,
+            "llc_bytes": 4_194_304, "bytes": 0, "hops": 20000, "ns_per_hop": null});
+        let toml = profile_toml(&r, "x").unwrap();
+        let p = Profile::parse(&toml).unwrap();
+        assert_eq!(p.kernel.timer_ns, base.kernel.timer_ns);
+        assert_eq!(p.cache.line_ns.same, base.cache.line_ns.same);
+        assert!(
+            note_of(&toml, "timer_ns").contains("no tick opened a gap"),
+            "{toml}"
+        );
+        assert!(toml.contains("is not at least 2 x L2 2097152"), "{toml}");
+        // No level-3 cache: the sizes are unknown.
+        let c = r
+            .iter_mut()
+            .rev()
+            .find(|v| v["type"] == "calibrate")
+            .unwrap();
+        c["llc_hit"] = serde_json::json!({"private_bytes": 0, "l2_bytes": 0,
+            "llc_bytes": 0, "bytes": 0, "hops": 20000, "ns_per_hop": null});
+        let toml = profile_toml(&r, "x").unwrap();
+        assert!(
+            toml.contains("CPUID leaf 4 gave no L1d, L2 and L3"),
+            "{toml}"
         );
     }
 

@@ -7,8 +7,26 @@ use xtask::cli::{Cli, Cmd};
 
 #[test]
 fn a_profile_from_a_captured_log_runs_a_simulation() {
-    let log = xtask::project_root().join("xtask/tests/fixtures/calibrate-qemu-tcg.log");
-    let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("calibrated-qemu.toml");
+    profile_runs_a_simulation("calibrate-qemu-tcg.log");
+}
+
+#[test]
+fn a_profile_with_the_timer_and_llc_hit_measured_runs_a_simulation() {
+    let toml = profile_runs_a_simulation("calibrate-qemu-tcg-timer.log");
+    assert!(
+        toml.contains("# measured: median gap a periodic LAPIC tick"),
+        "{toml}"
+    );
+    assert!(toml.contains("# line_ns.same: measured: "), "{toml}");
+}
+
+/// Writes the profile of fixture `name` with `cargo xtask profile`, runs a
+/// short simulated hackbench with it and returns the profile's text.
+fn profile_runs_a_simulation(name: &str) -> String {
+    let log = xtask::project_root()
+        .join("xtask/tests/fixtures")
+        .join(name);
+    let out = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}.toml"));
     let argv = [
         "xtask",
         "profile",
@@ -58,4 +76,5 @@ fn a_profile_from_a_captured_log_runs_a_simulation() {
     assert_eq!(r.record("sim").unwrap()["profile"], "calibrated-qemu-tcg");
     let hb = r.record("hackbench").unwrap();
     assert!(hb["time_ns"].as_u64().is_some_and(|t| t > 0), "{hb}");
+    std::fs::read_to_string(&out).unwrap()
 }

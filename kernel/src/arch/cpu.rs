@@ -32,6 +32,27 @@ pub fn features() -> raw_cpuid::FeatureInfo {
         .expect("CPUID leaf 1 exists on every x86_64 CPU")
 }
 
+/// The last-level TLB for 4 KiB pages that CPUID leaf 0x18 (Intel's
+/// deterministic address translation parameters) describes: (level,
+/// entries = ways x sets) of the highest-level data or unified structure
+/// holding 4 KiB entries, the most entries at that level. None without
+/// leaf 0x18 (AMD, older Intel parts, emulators that do not report it).
+pub fn tlb_4k() -> Option<(u8, u64)> {
+    use raw_cpuid::DatType;
+    CpuId::new()
+        .get_deterministic_address_translation_info()?
+        .filter(|d| d.has_4k_entries())
+        .filter(|d| {
+            matches!(
+                d.cache_type(),
+                DatType::DataTLB | DatType::UnifiedTLB | DatType::LoadOnly
+            )
+        })
+        .map(|d| (d.cache_level(), u64::from(d.ways()) * u64::from(d.sets())))
+        .filter(|&(_, n)| n > 0)
+        .max()
+}
+
 /// Stops this CPU for good: interrupts off, `hlt` in a loop (NMIs resume it).
 pub fn halt_forever() -> ! {
     loop {

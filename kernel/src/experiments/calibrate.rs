@@ -18,6 +18,9 @@
 //!   and the TLB refill it causes on the yield path; also whether the
 //!   kernel's mappings are global (CR4.PGE, G bits), which decides what a
 //!   CR3 load flushes;
+//! - **TLB size**: the last-level 4 KiB TLB's entries from CPUID leaf 0x18
+//!   (read, not timed; null where the leaf is missing, as on AMD and under
+//!   QEMU TCG `-cpu max`);
 //! - **page walk**: one word in each of up to 64 pages of the chase buffer
 //!   (the physical-memory window's pages, 2 MiB under the bootloader) read
 //!   right after a TLB flush and again warm; the difference per page;
@@ -37,6 +40,24 @@
 //!   CPU 0 writes a buffer, a thread on the partner reads it once (cold) and
 //!   again (warm); the difference is the refill. The two threads stand for
 //!   one task migrating: what matters is where the lines are;
+//! - **timer interrupt** (the "detour" of fixed-work-quantum noise
+//!   measurements): a thread bound to CPU 0 spins reading the TSC with
+//!   interrupts on for `rounds` tick periods (20-250). An iteration over
+//!   10 x the loop's median is a gap; a gap across which CPU 0's tick count
+//!   rose is the periodic LAPIC tick (nothing expires in it: no thread
+//!   sleeps). The other CPUs are idle and nothing is sent to CPU 0, so the
+//!   tick and the IPIs (counted, 0 expected) are the only interrupts that
+//!   can reach it; other gaps are SMIs on hardware, the host's stalls under
+//!   emulation. The median tick gap minus the median iteration is the
+//!   interrupt's cost to the thread it interrupts: entry, the tick handler,
+//!   exit;
+//! - **LLC hit**: a random pointer chase on CPU 0 over min(4 x (L1d + L2),
+//!   LLC / 2, 32 MiB) bytes (CPUID leaf 4), after a full warm-up pass: 4 x the
+//!   private caches so that few hops hit them (a random-replacement L2
+//!   holding a quarter of the lines), half the LLC so that the buffer stays
+//!   in it next to the kernel's own data (an LLC shared with idle CPUs).
+//!   Measured only when that is at least twice the L2 (2 x L2 = 8 MiB under
+//!   QEMU's L2 4 MiB, L3 16 MiB) and an LLC beyond L2 exists; else absent;
 //! - **memory latency**: a random pointer chase (one hop per line, over
 //!   `chase_mib` MiB) from the first CPU of each node. The kernel allocator
 //!   cannot place memory on a node; the buffer's node is read from the SRAT
@@ -571,10 +592,10 @@ fn chase_buffer(bytes: usize, line: usize) -> Vec<AtomicU64> {
     buf
 }
 
-/// ns per dependent hop of the chase (after one warm-up pass).
-fn chase(buf: &[AtomicU64], hops: usize) -> u64 {
+/// ns per dependent hop of the chase, after `warm` hops of warm-up.
+fn chase(buf: &[AtomicU64], warm: usize, hops: usize) -> u64 {
     let mut idx = 0usize;
-    for _ in 0..hops.min(buf.len()) {
+    for _ in 0..warm {
         idx = buf[idx].load(Ordering::Relaxed) as usize;
     }
     let t0 = time::rdtsc();
@@ -583,6 +604,143 @@ fn chase(buf: &[AtomicU64], hops: usize) -> u64 {
     }
     core::hint::black_box(idx);
     ns_since(t0) / hops as u64
+}
+
+/// The LLC-hit chase on CPU 0: its buffer size and the cache sizes it was
+/// chosen from (bytes), and ns per hop (None: sizes unknown or too close).
+struct LlcHit {
+    private: u64,
+    l2: u64,
+    llc: u64,
+    bytes: u64,
+    ns: Option<u64>,
+}
+
+/// (L1d + L2, L2, LLC) bytes of the caches `cpu` uses, from CPUID leaf 4
+/// as the topology holds it; None without an L1d, an L2 and a level-3 or
+/// higher LLC (an L2 that is the LLC leaves no level to hit beyond it).
+fn cache_sizes(m: &Machine, cpu: usize) -> Option<(u64, u64, u64)> {
+    let mine = || {
+        m.topology
+            .caches
+            .iter()
+            .filter(move |c| c.cpus.contains(cpu) && c.kind != topology::CacheKind::Instruction)
+    };
+    let level = |l: u8| mine().find(|c| c.level == l).map(|c| c.size_bytes);
+    let (l1, l2) = (level(1)?, level(2)?);
+    let llc = mine().filter(|c| c.level >= 3).max_by_key(|c| c.level)?;
+    Some((l1 + l2, l2, llc.size_bytes))
+}
+
+/// The LLC chase buffer's size: min(4 x private, LLC / 2,
+/// `LLC_CHASE_MAX_MIB`), whole lines; None when that is not at least twice
+/// the L2 (too many hops would hit it).
+fn llc_chase_bytes(private: u64, l2: u64, llc: u64, line: u64) -> Option<u64> {
+    let cap = Calibrate::LLC_CHASE_MAX_MIB << 20;
+    let bytes = (4 * private).min(llc / 2).min(cap) / line * line;
+    (bytes >= 2 * l2).then_some(bytes)
+}
+
+/// ns per hop of a random chase over a buffer between the private caches
+/// and the LLC on `cpu`, after a full warm-up pass.
+fn llc_hit(m: &Machine, cpu: usize, line: usize, hops: usize) -> LlcHit {
+    let Some((private, l2, llc)) = cache_sizes(m, cpu) else {
+        return LlcHit {
+            private: 0,
+            l2: 0,
+            llc: 0,
+            bytes: 0,
+            ns: None,
+        };
+    };
+    let bytes = llc_chase_bytes(private, l2, llc, line as u64);
+    let ns = bytes.map(|b| {
+        let buf = chase_buffer(b as usize, line);
+        let lines = b as usize / line;
+        on_cpu(cpu, move || chase(&buf, lines, hops))
+    });
+    LlcHit {
+        private,
+        l2,
+        llc,
+        bytes: bytes.unwrap_or(0),
+        ns,
+    }
+}
+
+/// The timer interrupt's detour on a CPU, from a thread that spins there
+/// reading the TSC with interrupts on.
+struct Detour {
+    window_ns: u64,
+    /// Median loop iteration, ps.
+    iteration_ps: u64,
+    /// Iterations longer than 10 x the median.
+    gaps: u64,
+    /// Of them, those across which `cpu`'s tick count rose.
+    tick_gaps: u64,
+    /// Ticks `cpu` took during the window.
+    ticks: u64,
+    /// Reschedule and call-function IPIs `cpu` took during the window.
+    ipis: u64,
+    /// Median tick gap, ns.
+    gap_ns: u64,
+}
+
+/// Median of `n` iterations of the spin loop, TSC cycles (at least 1).
+fn spin_iteration(n: usize) -> u64 {
+    let mut v = Vec::with_capacity(n);
+    let mut prev = time::rdtsc();
+    for _ in 0..n {
+        let t = time::rdtsc();
+        v.push(t.saturating_sub(prev));
+        prev = t;
+    }
+    median(v).max(1)
+}
+
+/// Spins on `cpu` (the calling thread is bound there) for `ticks` tick
+/// periods of `tick_ns`, timing every iteration with the TSC. An
+/// iteration over 10 x the median is a gap: an interrupt (or, under
+/// emulation, the host running something else); one across which the
+/// CPU's tick count rose is a tick's gap.
+fn timer_detour(cpu: usize, ticks: u64, tick_ns: u64) -> Detour {
+    let pc = crate::arch::percpu::get(cpu).expect("the measuring CPU is online");
+    let ipis = || pc.resched_ipis.load(Ordering::Relaxed) + pc.call_ipis.load(Ordering::Relaxed);
+    let iter = spin_iteration(4096);
+    let threshold = 10 * iter;
+    let mut tick_gaps = Vec::with_capacity(4 * ticks as usize + 64);
+    let (mut gaps, mut tick_gap_count) = (0u64, 0u64);
+    let (ticks0, ipis0) = (pc.ticks.load(Ordering::Acquire), ipis());
+    let window = (u128::from(ticks * tick_ns) * u128::from(time::tsc_hz()) / 1_000_000_000) as u64;
+    let start = time::rdtsc();
+    // A tick between two TSC reads shows in the count read right after the
+    // second, and not in the one read two iterations back (before the
+    // first). `seen`: ticks already given to a gap, so each counts once.
+    let (mut prev, mut k1, mut k2, mut seen) = (start, ticks0, ticks0, ticks0);
+    while prev.saturating_sub(start) < window {
+        let t = time::rdtsc();
+        let k = pc.ticks.load(Ordering::Relaxed);
+        if t.saturating_sub(prev) > threshold {
+            gaps += 1;
+            if k > k2.max(seen) {
+                seen = k;
+                tick_gap_count += 1;
+                if tick_gaps.len() < tick_gaps.capacity() {
+                    tick_gaps.push(t.saturating_sub(prev));
+                }
+            }
+        }
+        (prev, k2, k1) = (t, k1, k);
+    }
+    Detour {
+        window_ns: time::tsc_to_ns(prev.saturating_sub(start)),
+        iteration_ps: time::tsc_to_ns(iter * 1000),
+        gaps,
+        tick_gaps: tick_gap_count,
+        ticks: pc.ticks.load(Ordering::Acquire) - ticks0,
+        ipis: ipis() - ipis0,
+        gap_ns: time::tsc_to_ns(median(tick_gaps)),
+    }
 }
 
 /// Per-distance results.
@@ -635,6 +793,27 @@ fn page_walk(buf: &[AtomicU64], page_bytes: usize, pages: usize, reps: usize) ->
     median(v)
 }
 
+/// The `timer` field: the detour and what it was measured from;
+/// `detour_ns` (median tick gap minus the median iteration) is null
+/// without a tick gap.
+fn timer_json(d: &Detour, hz: u32) -> String {
+    let detour = if d.tick_gaps == 0 {
+        "null".into()
+    } else {
+        alloc::format!("{}", d.gap_ns.saturating_sub(d.iteration_ps / 1000))
+    };
+    alloc::format!(
+        "{{\"hz\":{hz},\"window_ns\":{},\"iteration_ps\":{},\"gaps\":{},\"tick_gaps\":{},\"ticks\":{},\"ipis\":{},\"gap_ns\":{},\"detour_ns\":{detour}}}",
+        d.window_ns,
+        d.iteration_ps,
+        d.gaps,
+        d.tick_gaps,
+        d.ticks,
+        d.ipis,
+        d.gap_ns
+    )
+}
+
 /// Runs the experiment.
 pub fn run(m: &Machine, args: &mut workloads::args::Args<'_>) -> Result<ExitCode, String> {
     let c = Calibrate::from_args(args)?;
@@ -663,6 +842,32 @@ pub fn run(m: &Machine, args: &mut workloads::args::Args<'_>) -> Result<ExitCode
     );
     watchdog::progress();
     let paths = kernel_paths(a, rounds);
+    watchdog::progress();
+    let tick_ns = 1_000_000_000 / u64::from(m.hz.max(1));
+    let detour = on_cpu(a, move || {
+        timer_detour(a, rounds.clamp(20, 250) as u64, tick_ns)
+    });
+    log::info!(
+        "calibrate: timer detour: {} gaps ({} across a tick) in {} ns, {} ticks, {} IPIs; median tick gap {} ns, iteration {} ps",
+        detour.gaps,
+        detour.tick_gaps,
+        detour.window_ns,
+        detour.ticks,
+        detour.ipis,
+        detour.gap_ns,
+        detour.iteration_ps
+    );
+    watchdog::progress();
+    let hops = (rounds * 100).max(10_000);
+    let llc = llc_hit(m, a, line, hops);
+    log::info!(
+        "calibrate: LLC hit {:?} ns per hop over {} bytes (L1d+L2 {}, L2 {}, LLC {})",
+        llc.ns,
+        llc.bytes,
+        llc.private,
+        llc.l2,
+        llc.llc
+    );
     watchdog::progress();
     let parts = partners(m, a);
     let smt = parts
@@ -735,7 +940,6 @@ pub fn run(m: &Machine, args: &mut workloads::args::Args<'_>) -> Result<ExitCode
         "calibrate: page walk {walk_ps} ps ({walk_pages} pages of {page_bytes} bytes after a TLB flush)"
     );
     watchdog::progress();
-    let hops = (rounds * 100).max(10_000);
     let mut mem = Vec::new();
     for node in 0..m.topology.nr_nodes as u32 {
         let Some(cpu) = m
@@ -748,13 +952,14 @@ pub fn run(m: &Machine, args: &mut workloads::args::Args<'_>) -> Result<ExitCode
             continue;
         };
         let b = chase_buf.clone();
-        let ns = on_cpu(cpu, move || chase(&b, hops));
+        let ns = on_cpu(cpu, move || chase(&b, hops.min(b.len()), hops));
         watchdog::progress();
         mem.push((node, cpu, ns));
     }
     watchdog::disarm();
 
     let vendor = crate::arch::identity::hypervisor_vendor().unwrap_or_default();
+    let tlb = on_cpu(a, crate::arch::cpu::tlb_4k);
     let refill_json = |r: &[(usize, u64, u64)]| {
         json_array(r, |w, &(kib, cold, warm)| {
             write!(w, "{{\"kib\":{kib},\"cold_ns\":{cold},\"warm_ns\":{warm}}}")
@@ -816,7 +1021,7 @@ pub fn run(m: &Machine, args: &mut workloads::args::Args<'_>) -> Result<ExitCode
         .raw(
             "mm",
             &alloc::format!(
-                "{{\"process_switch_ns\":{},\"thread_switch_ns\":{},\"switch_ns\":{},\"cr3_loads\":{},\"cr4_pge\":{},\"cr4_pcide\":{},\"pages\":{},\"global_pages\":{},\"page_bytes\":{page_bytes},\"walk_pages\":{walk_pages},\"page_walk_ps\":{walk_ps}}}",
+                "{{\"process_switch_ns\":{},\"thread_switch_ns\":{},\"switch_ns\":{},\"cr3_loads\":{},\"cr4_pge\":{},\"cr4_pcide\":{},\"pages\":{},\"global_pages\":{},\"page_bytes\":{page_bytes},\"walk_pages\":{walk_pages},\"page_walk_ps\":{walk_ps},\"tlb_level\":{},\"tlb_4k_entries\":{}}}",
                 mm.process_ns,
                 mm.thread_ns,
                 mm.process_ns.saturating_sub(mm.thread_ns),
@@ -824,7 +1029,21 @@ pub fn run(m: &Machine, args: &mut workloads::args::Args<'_>) -> Result<ExitCode
                 globals.cr4_pge,
                 globals.cr4_pcide,
                 globals.leaves,
-                globals.global_leaves
+                globals.global_leaves,
+                tlb.map_or_else(|| "null".into(), |(l, _)| alloc::format!("{l}")),
+                tlb.map_or_else(|| "null".into(), |(_, n)| alloc::format!("{n}"))
+            ),
+        )
+        .raw("timer", &timer_json(&detour, m.hz))
+        .raw(
+            "llc_hit",
+            &alloc::format!(
+                "{{\"private_bytes\":{},\"l2_bytes\":{},\"llc_bytes\":{},\"bytes\":{},\"hops\":{hops},\"ns_per_hop\":{}}}",
+                llc.private,
+                llc.l2,
+                llc.llc,
+                llc.bytes,
+                llc.ns.map_or_else(|| "null".into(), |n| alloc::format!("{n}"))
             ),
         )
         .u64("pipe_call_ns", paths.pipe_call_ns)

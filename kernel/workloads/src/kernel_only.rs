@@ -85,11 +85,17 @@ impl Calibrate {
     /// two nodes' memory, so its node is unknown.
     pub const CHASE_TRIES: u64 = 3;
 
-    /// Heap bytes it holds at once, at most (the chase buffers, the largest
-    /// refill buffer and the samples).
+    /// Largest buffer of the LLC-hit chase (MiB): min(4 x private caches,
+    /// LLC / 2), allocated and freed before the memory chase's buffers.
+    pub const LLC_CHASE_MAX_MIB: u64 = 32;
+
+    /// Heap bytes it holds at once, at most (the memory chase's buffers or
+    /// the LLC chase's, whichever is larger, the largest refill buffer and
+    /// the samples).
     pub fn buffer_bytes(&self) -> u64 {
         let refill = Self::REFILL_KIB[Self::REFILL_KIB.len() - 1] as u64 * 1024;
-        Self::CHASE_TRIES * (self.chase_mib as u64) * (1 << 20) + refill + self.rounds as u64 * 16
+        let chase = (Self::CHASE_TRIES * self.chase_mib as u64).max(Self::LLC_CHASE_MAX_MIB);
+        chase * (1 << 20) + refill + self.rounds as u64 * 16
     }
 }
 
@@ -162,11 +168,19 @@ mod tests {
             "experiment 'latency': argument rounds=5 must be an integer in 10..=1000000"
         );
         assert_eq!(check("fpu-check", "", 3).unwrap().unwrap().threads, 12);
+        // Three 16 MiB memory chase buffers, or the 32 MiB LLC chase at most.
+        assert_eq!(
+            check("calibrate", "chase_mib:16", 2).unwrap().unwrap(),
+            Footprint {
+                threads: 4,
+                buffer_bytes: 3 * (16 << 20) + (2 << 20) + 16_000
+            }
+        );
         assert_eq!(
             check("calibrate", "chase_mib:8", 2).unwrap().unwrap(),
             Footprint {
                 threads: 4,
-                buffer_bytes: 3 * (8 << 20) + (2 << 20) + 16_000
+                buffer_bytes: (32 << 20) + (2 << 20) + 16_000
             }
         );
         assert_eq!(
