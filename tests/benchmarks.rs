@@ -17,9 +17,20 @@ fn u(v: &Value) -> u64 {
     v.as_u64().unwrap_or_else(|| panic!("not a number: {v}"))
 }
 
-fn hackbench(transport: &'static str, args: &'static str) -> Value {
+/// Boots hackbench with `args` on `machine`: its record, and the
+/// `address_spaces` record if the run made processes.
+fn run_hackbench(machine: Machine, args: &'static str, timeout_s: u64) -> (Value, Option<Value>) {
     let mut b = Boot::new("hackbench");
-    b.machine = Machine {
+    b.machine = machine;
+    b.args = args;
+    b.timeout = Duration::from_secs(timeout_s);
+    let r = b.expect(Outcome::Success);
+    let h = r.record("hackbench").expect("hackbench record").clone();
+    (h, r.record("address_spaces").cloned())
+}
+
+fn hackbench(transport: &'static str, args: &'static str) -> Value {
+    let machine = Machine {
         sockets: 2,
         cores: 2,
         threads: 1,
@@ -27,10 +38,7 @@ fn hackbench(transport: &'static str, args: &'static str) -> Value {
         memory_mib: 512,
         ..Machine::default()
     };
-    b.args = args;
-    b.timeout = Duration::from_secs(240);
-    let r = b.expect(Outcome::Success);
-    let h = r.record("hackbench").expect("hackbench record").clone();
+    let (h, _) = run_hackbench(machine, args, 240);
     assert_eq!(h["transport"], transport);
     h
 }
@@ -73,20 +81,16 @@ fn hackbench_delivers_every_message_over_sockets_and_pipes() {
 /// A small hackbench on 2 vCPUs in `mode`: its record, and the
 /// `address_spaces` record if the run made processes.
 fn hackbench_mode(mode: &'static str, args: &'static str) -> (Value, Option<Value>) {
-    let mut b = Boot::new("hackbench");
-    b.machine = Machine {
+    let machine = Machine {
         sockets: 1,
         cores: 2,
         threads: 1,
         numa_nodes: 1,
-        ..b.machine
+        ..Boot::new("hackbench").machine
     };
-    b.args = args;
-    b.timeout = Duration::from_secs(180);
-    let r = b.expect(Outcome::Success);
-    let h = r.record("hackbench").expect("hackbench record").clone();
+    let (h, spaces) = run_hackbench(machine, args, 180);
     assert_eq!(h["mode"], mode);
-    (h, r.record("address_spaces").cloned())
+    (h, spaces)
 }
 
 fn per_cpu_sum(h: &Value, key: &str) -> u64 {
