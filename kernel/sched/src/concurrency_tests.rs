@@ -42,7 +42,12 @@ fn drive_cpu(sh: &Shared, cpu: usize, steps: usize, max_tasks: u64) {
         let now = sh.clock.fetch_add(50_000, Relaxed);
         match next(&mut rng) % 12 {
             0 => {
-                let live = sh.forks.load(Relaxed) - sh.exits.load(Relaxed);
+                // Saturating: another CPU may count the exit of a task whose
+                // fork is not counted yet.
+                let live = sh
+                    .forks
+                    .load(Relaxed)
+                    .saturating_sub(sh.exits.load(Relaxed));
                 if live < max_tasks {
                     let parent = s.current(cpu);
                     let nice = (next(&mut rng) % 11) as i32 - 5;
@@ -137,7 +142,21 @@ fn run(pick: PickPolicy, features: &str, steps: usize) {
     let stats = sh.s.stats();
     assert_eq!(stats.rq.nr_forks, forks);
     assert_eq!(stats.rq.nr_exits, exits);
+    for cpu in 0..n {
+        sh.s.tick(cpu, now + 1);
+    }
     let core = sh.s.core();
+    let rq_load: u64 = (0..n).map(|c| core.rqs[c].cfs.avg.load_avg).sum();
+    let se_load: u64 = core.tasks.iter().map(|t| t.se.avg.load_avg).sum();
+    // Load conservation through concurrent wakeups, migrations (removed
+    // load queued for an unheld runqueue) and exits: every task is runnable
+    // now, so the runqueues' load_avg is the sum of the tasks' (updated at
+    // different instants: within 5 %).
+    assert!(se_load > 10_000, "too little load to compare: {se_load}");
+    assert!(
+        rq_load.abs_diff(se_load) * 20 <= se_load,
+        "runqueues' load {rq_load} vs the tasks' {se_load}"
+    );
     let alive: Vec<TaskId> = core.tasks.iter().map(|t| t.id).collect();
     assert_eq!(
         alive.len() as u64,

@@ -296,4 +296,6 @@ pub fn post_init_entity_util_avg(se: &mut SchedAvg, rq: &SchedAvg, weight: u64, 
 }
 
 #[cfg(test)]
+mod conservation_tests;
+#[cfg(test)]
 mod tests;

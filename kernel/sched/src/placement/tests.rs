@@ -7,7 +7,7 @@ use crate::config::PickPolicy;
 use crate::policies::prev_idle::PrevIdlePolicy;
 use crate::sched::Scheduler;
 use crate::task::TaskPolicy;
-use crate::testutil::{run_on, sched, sleeper_on, spec, two_sockets};
+use crate::testutil::{run_on, sched, set_load, sleeper_on, spec, two_sockets};
 use crate::{SchedConfig, SchedPolicy, SchedTopo};
 use topology::SyntheticSpec;
 
@@ -297,4 +297,56 @@ fn bound_task_wakes_on_its_cpu_and_is_never_balanced_away() {
         }
     }
     assert_eq!(s.task(p).cpu, 3, "balancer moved a bound task");
+}
+
+#[test]
+fn wake_affine_weight_inputs_are_summed_as_compared() {
+    // Two LLCs of 4 CPUs, one node (the level spanning both: imbalance_pct
+    // 125, bias 112). p slept on cpu4, which is busy; the waker w runs on
+    // cpu0 with a second task queued, so neither idle rule decides (this
+    // not idle, nr_running 2, prev busy). wake_affine_weight with sync:
+    // this_eff = (3000 - 1024 + 100) * 100 = 207,600 < prev_eff =
+    // (2000 - 100) * 112 + 1 = 212,801 -> this_cpu. The sums get the four
+    // loads the rule read, and the test counts as a cross-LLC "this".
+    let mut s = sched(&spec(2, 4, 1, 1), PickPolicy::Cfs, "");
+    let p = sleeper_on(&mut s, 4, 10);
+    let w = run_on(&mut s, 0, 20);
+    s.wake_up_new_task_on(None, 0, 0, TaskPolicy::Normal, 30);
+    run_on(&mut s, 4, 40);
+    set_load(&mut s, 0, 3000, 3000);
+    set_load(&mut s, 4, 2000, 2000);
+    s.core().tasks[w].se.avg.load_avg = 1024;
+    s.core().tasks[p].se.avg.load_avg = 100;
+    let cpu = s.wake_up(p, 0, true, 100).cpu;
+    assert!(cpu < 4, "pulled to the waker's LLC, got {cpu}");
+    let st = s.stats().wake;
+    assert_eq!((st.wa_weight_tests, st.wa_weight_this), (1, 1));
+    assert_eq!(
+        (st.wa_weight_tests_cross_llc, st.wa_weight_this_cross_llc),
+        (1, 1)
+    );
+    assert_eq!(
+        (
+            st.wa_weight_sum_this_load,
+            st.wa_weight_sum_current_load,
+            st.wa_weight_sum_task_load,
+            st.wa_weight_sum_prev_load
+        ),
+        (3000, 1024, 100, 2000)
+    );
+
+    // The waker's own load above its CPU's: wake_affine_weight returns
+    // this_cpu before comparing anything, so nothing is summed.
+    let mut s = sched(&spec(2, 4, 1, 1), PickPolicy::Cfs, "");
+    let p = sleeper_on(&mut s, 4, 10);
+    let w = run_on(&mut s, 0, 20);
+    s.wake_up_new_task_on(None, 0, 0, TaskPolicy::Normal, 30);
+    run_on(&mut s, 4, 40);
+    set_load(&mut s, 0, 500, 500);
+    set_load(&mut s, 4, 2000, 2000);
+    s.core().tasks[w].se.avg.load_avg = 1024;
+    s.core().tasks[p].se.avg.load_avg = 100;
+    s.wake_up(p, 0, true, 100);
+    let st = s.stats().wake;
+    assert_eq!((st.wa_weight_this, st.wa_weight_tests), (1, 0));
 }

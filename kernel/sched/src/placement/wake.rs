@@ -170,6 +170,46 @@ pub fn wake_affine_weight(
     (this_eff < prev_eff).then_some(this_cpu)
 }
 
+/// The inputs of a `wake_affine_weight` comparison, summed in the wakeup
+/// statistics (`wa_weight_tests`, `wa_weight_sum_*`) so their means can be
+/// set next to Linux's. Read again after the test, as it read them; a test
+/// cut short by the sync rule (the waker's load above its CPU's) or by
+/// WA_IDLER_LLC_ACROSS's "at most one task" rule compares nothing and is not
+/// counted.
+fn count_weight_inputs(
+    core: &mut SchedCore,
+    p: TaskId,
+    this_cpu: CpuId,
+    prev_cpu: CpuId,
+    sync: bool,
+    this: bool,
+) {
+    if sync && core.cfg.features.has(Feat::WaIdlerLlcAcross) && core.nr_running(this_cpu) <= 1 {
+        return;
+    }
+    let this_load = core.cpu_load(this_cpu);
+    let current_load = match core.rqs[this_cpu].curr {
+        Some(cur) if sync => core.task_h_load(cur),
+        _ => 0,
+    };
+    if current_load > this_load {
+        return;
+    }
+    let task_load = core.task_h_load(p);
+    let prev_load = core.cpu_load(prev_cpu);
+    let cross = !core.topo.share_cache(this_cpu, prev_cpu);
+    let w = &mut core.stats.wake;
+    w.wa_weight_tests += 1;
+    if cross {
+        w.wa_weight_tests_cross_llc += 1;
+        w.wa_weight_this_cross_llc += u64::from(this);
+    }
+    w.wa_weight_sum_this_load += this_load;
+    w.wa_weight_sum_current_load += current_load;
+    w.wa_weight_sum_task_load += task_load;
+    w.wa_weight_sum_prev_load += prev_load;
+}
+
 /// Seed 001, Srikar v3 5/8 "sched/fair: Use affine_idler_llc for wakeups
 /// across LLC": `wake_affine_idle(this_cpu, prev_cpu)`, now called only when
 /// both CPUs share the LLC: prev if idle-ish, else this if idle-ish.
@@ -321,6 +361,7 @@ pub fn wake_affine_idle_flag(
         if target.is_some() {
             core.stats.wake.wa_weight_this += 1;
         }
+        count_weight_inputs(core, p, this_cpu, prev_cpu, sync, target.is_some());
     }
     core.stats.wake.wake_affine_attempts += 1;
     core.tasks[p].stats.nr_wakeups_affine_attempts += 1;

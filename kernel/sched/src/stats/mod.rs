@@ -163,6 +163,24 @@ counters!(
         wa_idle_decided,
         /// wake_affine_weight decided for this_cpu.
         wa_weight_this,
+        /// wake_affine_weight tests that compared the two loads (not cut
+        /// short by the sync rule "the waker's load exceeds its CPU's"); the
+        /// four sums below are over these, so sum / tests is the mean input
+        /// of the comparison (Linux's side: docs/benchmarks.md, the rig's
+        /// kprobes on `select_task_rq_fair` and `task_h_load`).
+        wa_weight_tests,
+        /// ... of them, prev_cpu and this_cpu in different LLCs.
+        wa_weight_tests_cross_llc,
+        /// ... of those, decided for this_cpu.
+        wa_weight_this_cross_llc,
+        /// Sum of `cpu_load(this_cpu)` over the tests.
+        wa_weight_sum_this_load,
+        /// Sum of `task_h_load(current)` (the sync discount; 0 without WF_SYNC).
+        wa_weight_sum_current_load,
+        /// Sum of `task_h_load(p)`.
+        wa_weight_sum_task_load,
+        /// Sum of `cpu_load(prev_cpu)`.
+        wa_weight_sum_prev_load,
         /// Seed 000: prev_cpu idle and undecided by wake_affine_idle's first
         /// two rules while wake_affine_weight picks this_cpu: where
         /// WA_IDLE_PREV (prev_cpu) and the pre-5.11 chain (this_cpu) differ.
