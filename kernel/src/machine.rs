@@ -184,6 +184,7 @@ pub fn bring_up(
     phys_offset: u64,
     hz: u32,
     icount: bool,
+    domain_config: &topology::DomainConfig,
 ) -> Result<Machine, alloc::string::String> {
     apic::init_bsp(phys_offset);
     let bsp_apic = apic::id();
@@ -244,7 +245,7 @@ pub fn bring_up(
         }
     }
     let assembled_ns = time::now_ns();
-    let domains = topology::build_sched_domains(&topo);
+    let domains = topology::build_sched_domains_with(&topo, domain_config);
     let built_ns = time::now_ns();
     let memory_nodes = memory_nodes(fw, &topo);
     let build = BuildTimes {

@@ -86,12 +86,22 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
         Err(msg) => fail("acpi", &msg),
     };
     print_banner(&mem, &acpi, &cfg, boot_info);
+    // The switches are checked in full by start_scheduler; the domains need
+    // the one that selects their construction rules (IMB_PCT_117) now.
+    let features = match sched::Features::parse(&cfg.features) {
+        Ok(f) => f,
+        Err(e) => fail(
+            "config",
+            &alloc::format!("features '{}': {e}", cfg.features),
+        ),
+    };
     let machine = match machine::bring_up(
         &acpi.firmware,
         &acpi.clock,
         mem.phys_offset,
         cfg.hz,
         cfg.icount,
+        &sched::domain_config(features),
     ) {
         Ok(m) => m,
         Err(msg) => fail("topology", &msg),

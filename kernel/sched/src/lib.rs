@@ -47,7 +47,7 @@ pub use placement::WakeFlags;
 pub use policy::{DynPolicy, FairPolicy, SchedPolicy};
 pub use sched::{Scheduler, Start, Switch, TickResult, WakeupResult};
 pub use task::{TaskId, TaskPolicy, TaskState};
-pub use topo::SchedTopo;
+pub use topo::{SchedTopo, domain_config};
 pub use topology::CpuId;
 
 #[cfg(test)]

@@ -6,12 +6,25 @@
 //! `sched_smt_present` static key, and classifies migration distances.
 
 use crate::CpuId;
+use crate::features::{Feat, Features};
 use crate::stats::MigrationDistance;
 use alloc::vec::Vec;
 use topology::{
-    CpuMask, CpuTopo, SchedDomain, SchedDomains, SyntheticSpec, Topology, TopologyError,
-    build_sched_domains,
+    CpuMask, CpuTopo, DomainConfig, SchedDomain, SchedDomains, SyntheticSpec, Topology,
+    TopologyError, build_sched_domains, build_sched_domains_with,
 };
+
+/// The domain-construction rules a run's switches select: `IMB_PCT_117`
+/// gives Linux v5.10+'s `imbalance_pct` of 117 above the LLC
+/// ([`DomainConfig::LINUX_6`]); otherwise the project default (125,
+/// [`DomainConfig::DEFAULT`]). Both have busy_factor 16 and reclaim distance 30.
+pub fn domain_config(features: Features) -> DomainConfig {
+    if features.has(Feat::ImbPct117) {
+        DomainConfig::LINUX_6
+    } else {
+        DomainConfig::DEFAULT
+    }
+}
 
 /// Topology facts the scheduler consults on every decision.
 #[derive(Clone, Debug)]
@@ -70,6 +83,15 @@ impl SchedTopo {
     /// Build from a topology with the default domain rules.
     pub fn from_topology(topo: &Topology) -> Self {
         Self::new(topo, build_sched_domains(topo))
+    }
+
+    /// Build from a topology with the domain rules the run's switches
+    /// select ([`domain_config`]).
+    pub fn from_topology_with(topo: &Topology, features: Features) -> Self {
+        Self::new(
+            topo,
+            build_sched_domains_with(topo, &domain_config(features)),
+        )
     }
 
     /// `Topology::synthetic` + `build_sched_domains`.

@@ -129,7 +129,7 @@ fn prepare(cfg: &Config) -> Result<(Workload, Scheduler<DynPolicy>, SchedConfig)
     }
     sc.tunables.tick_ns = 1_000_000_000 / u64::from(cfg.hz);
     let policy = sched::policies::by_name(&cfg.policy)?;
-    let topo = SchedTopo::from_topology(&cfg.topology);
+    let topo = SchedTopo::from_topology_with(&cfg.topology, sc.features);
     let s = Scheduler::with_policy(topo, sc, policy);
     Ok((w, s, sc))
 }

@@ -95,6 +95,8 @@ pub enum Feat {
     WakeeCrossSmt,
     /// Seed 004: wakee forced onto another core of the waker's LLC.
     WakeeCrossCore,
+    /// Domains: `imbalance_pct` 117 above the LLC (Linux v5.10+) instead of 125.
+    ImbPct117,
 }
 
 /// All switches, in display order.
@@ -290,6 +292,12 @@ pub const FEATURES: &[FeatureDesc] = &[
         name: "WAKEE_CROSS_CORE",
         default: false,
         doc: "seed 004: wakee forced onto another core of the waker's LLC",
+    },
+    FeatureDesc {
+        feat: Feat::ImbPct117,
+        name: "IMB_PCT_117",
+        default: false,
+        doc: "domains: sd_init's imbalance_pct above the LLC (PKG, NODE, NUMA levels) is 117, as in Linux v5.10+ and 6.x ('sched/fair: Reduce minimal imbalance threshold'), instead of the default 125 (pre-5.10); read when the domains are built, so it applies to the whole run",
     },
 ];
 

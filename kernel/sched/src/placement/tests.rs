@@ -350,3 +350,35 @@ fn wake_affine_weight_inputs_are_summed_as_compared() {
     let st = s.stats().wake;
     assert_eq!((st.wa_weight_this, st.wa_weight_tests), (1, 0));
 }
+
+#[test]
+fn imb_pct_117_sets_linux_6_bias_in_the_cross_node_weight_test() {
+    // Two nodes of one 4-CPU LLC each; the level spanning both is NUMA.
+    // Same loads as above but prev's CPU at 2000: this_eff = (3000 - 1024
+    // + 100) * 100 = 207,600. With the default imbalance_pct 125 (bias
+    // 112) prev_eff = (2000 - 100) * 112 + 1 = 212,801 > this_eff: pulled
+    // to the waker's node. With Linux 6.x's 117 (bias 108) prev_eff =
+    // 1900 * 108 + 1 = 205,201 < this_eff: stays on prev's node.
+    for (f, pct, pulled) in [("", 125, true), ("IMB_PCT_117", 117, false)] {
+        let s = spec(2, 4, 1, 2);
+        let topo = topology::Topology::synthetic(&s).expect("topology");
+        let cfg = SchedConfig::new(8, PickPolicy::Cfs)
+            .with_features(f)
+            .expect("features");
+        let st = SchedTopo::from_topology_with(&topo, cfg.features);
+        let top = st.sd(0).last().expect("domains");
+        assert_eq!((top.name, top.imbalance_pct), ("NUMA", pct), "{f}");
+        assert_eq!(st.sd(0)[0].imbalance_pct, 117, "{f}: MC keeps 117");
+        let mut s = Scheduler::new(st, cfg);
+        let p = sleeper_on(&mut s, 4, 10);
+        let w = run_on(&mut s, 0, 20);
+        s.wake_up_new_task_on(None, 0, 0, TaskPolicy::Normal, 30);
+        run_on(&mut s, 4, 40);
+        set_load(&mut s, 0, 3000, 3000);
+        set_load(&mut s, 4, 2000, 2000);
+        s.core().tasks[w].se.avg.load_avg = 1024;
+        s.core().tasks[p].se.avg.load_avg = 100;
+        let cpu = s.wake_up(p, 0, true, 100).cpu;
+        assert_eq!(cpu < 4, pulled, "{f}: woken on cpu{cpu}");
+    }
+}
