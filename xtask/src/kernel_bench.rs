@@ -5,7 +5,8 @@
 //! Boots the release kernel under `--icount 0` (1 ns of QEMU's virtual clock
 //! = 1 instruction, all vCPUs summed) on the default preset and runs the
 //! `latency` experiment (pipe round trips, same CPU and across CPUs) and
-//! `hackbench` threads/pipes g4 l500 under CFS and EEVDF, then prints one
+//! `hackbench` threads/pipes g4 l500 under CFS and EEVDF (and EEVDF with
+//! the 52 inherited wakee flips of the Linux rig's workers), then prints one
 //! table. Each run is this crate's own `run` command in a child process, so
 //! the records are exactly what a user's run produces. The Linux column is
 //! the reference measured with `../shared/linux-rig` (docs/benchmarks.md); it
@@ -66,10 +67,18 @@ pub fn run() -> Result<i32> {
     std::fs::create_dir_all(&dir)?;
     let lat = run_records(&dir, "latency", &["--experiment", "latency"])?;
     let mut hb = Vec::new();
-    for pick in ["cfs", "eevdf"] {
+    // The last row starts hackbench with the wakee_flips the Linux rig's
+    // shell passes on to its workers (docs/benchmarks.md, "Inherited wakee
+    // flips"), so it is the like-for-like one.
+    for (name, pick, flips) in [
+        ("cfs", "cfs", "0"),
+        ("eevdf", "eevdf", "0"),
+        ("eevdf flips=52", "eevdf", "52"),
+    ] {
+        let flips_arg = format!("launch_wakee_flips={flips}");
         let recs = run_records(
             &dir,
-            &format!("hackbench-{pick}"),
+            &format!("hackbench-{pick}-flips{flips}"),
             &[
                 "--experiment",
                 "hackbench",
@@ -81,9 +90,11 @@ pub fn run() -> Result<i32> {
                 "loops=500",
                 "--arg",
                 "transport=pipe",
+                "--arg",
+                &flips_arg,
             ],
         )?;
-        hb.push((pick, recs));
+        hb.push((name, recs));
     }
     println!();
     println!("kernel wakeup path under QEMU --icount 0 (1 ns = 1 instruction, all vCPUs summed),");

@@ -108,6 +108,12 @@ impl Env for KernelEnv {
         true // a PML4 per process (`mm::space`, docs/kernel.md)
     }
 
+    fn set_wakee_flips(&self, flips: u32) {
+        if let Some(t) = task::sched::current() {
+            task::sched::core().set_wakee_flips(t.task, flips, time::now_ns());
+        }
+    }
+
     fn spawn<F>(&self, how: Spawn, f: F) -> impl Future<Output = JoinHandle> + Send
     where
         F: Future<Output = ()> + Send + 'static,

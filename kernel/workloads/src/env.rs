@@ -122,6 +122,10 @@ pub trait Env: Clone + Send + Sync + 'static {
     /// (the simulator); false where every task shares one (the kernel today),
     /// so process-mode shapes refuse to run rather than measure threads.
     fn address_spaces(&self) -> bool;
+    /// Sets the calling thread's `wakee_flips` (decay stamp now): the
+    /// launching process's, which the threads it forks inherit
+    /// (`Scheduler::set_wakee_flips`).
+    fn set_wakee_flips(&self, flips: u32);
 
     /// Creates a thread running `f` (`clone()` + `wake_up_new_task()`).
     fn spawn<F>(&self, how: Spawn, f: F) -> impl Future<Output = Self::Join> + Send

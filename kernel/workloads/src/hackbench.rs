@@ -63,6 +63,11 @@ pub struct Params {
     pub mode: &'static str,
     /// Per-CPU kworker noise.
     pub noise: Noise,
+    /// `wakee_flips` of the launching thread before it forks the workers,
+    /// which they inherit (Linux copies them at fork): what a shell passes
+    /// on. 0 = a quiet launcher; the Linux 6.12 rig's hackbench threads
+    /// started with 52 (docs/benchmarks.md).
+    pub launch_wakee_flips: u32,
 }
 
 impl Params {
@@ -76,6 +81,7 @@ impl Params {
             transport: a.choice("transport", &["socket", "pipe"])?,
             mode: a.choice("mode", &["thread", "process"])?,
             noise: Noise::from_args(a)?,
+            launch_wakee_flips: a.u64("launch_wakee_flips", 0, 0..=1_000_000)? as u32,
         };
         let tasks = p.tasks() as u64;
         if tasks > MAX_TASKS {
@@ -128,6 +134,9 @@ pub async fn run<E: Env>(env: &E, p: Params) -> Result<(), String> {
         pinned: None,
         space,
     };
+    if p.launch_wakee_flips > 0 {
+        env.set_wakee_flips(p.launch_wakee_flips);
+    }
     env.log(format_args!(
         "Running in {} mode with {groups} groups using {} file descriptors each (== {tasks} tasks)",
         if space == Space::Process {
@@ -209,6 +218,7 @@ pub async fn run<E: Env>(env: &E, p: Params) -> Result<(), String> {
         .u64("groups", groups as u64)
         .u64("fds", fds as u64)
         .u64("loops", loops)
+        .u64("launch_wakee_flips", u64::from(p.launch_wakee_flips))
         .u64("datasize", datasize as u64)
         .u64("tasks", tasks as u64)
         .u64("messages", messages)

@@ -171,6 +171,14 @@ impl Env for SimEnv {
         true // each Space::Process task has its own (crate::engine: mm)
     }
 
+    fn set_wakee_flips(&self, flips: u32) {
+        let cpu = self.world.mailbox.cpu();
+        if let Some(p) = self.sched.current(cpu) {
+            self.sched
+                .set_wakee_flips(p, flips, self.world.mailbox.now());
+        }
+    }
+
     async fn spawn<F>(&self, how: Spawn, f: F) -> u64
     where
         F: Future<Output = ()> + Send + 'static,

@@ -254,3 +254,36 @@ fn processes_pay_for_address_space_switches_and_lose_tlb_entries_past_six() {
         "5 address spaces, 6 ASIDs: {refills} refills in {sw} switches"
     );
 }
+
+#[test]
+fn workers_inherit_the_launching_threads_wakee_flips() {
+    // Linux copies wakee_flips at fork, so hackbench workers launched with
+    // 52 flips (as from the 6.12 rig's shell) start with slave >= llc_size
+    // (4 here) and wake_wide spreads more of their wakeups back to prev
+    // (no wake_affine pull) than workers starting at 0.
+    let go = |flips: u32| {
+        let args = format!("groups:4,fds:20,loops:50,transport:pipe,launch_wakee_flips:{flips}");
+        let mut c = config(machine(2, 2, 2), "hackbench", &args);
+        c.pick = "eevdf".into();
+        let r = record(&run(&c), "hackbench");
+        assert_eq!(u(&r, "launch_wakee_flips"), u64::from(flips));
+        (
+            u(&r["sched"]["wake"], "wake_wide_hits"),
+            u(&r["sched"]["wake"], "wake_affine_attempts"),
+            u(&r["sched"]["wake"], "nr_wakeups"),
+        )
+    };
+    let (wide0, att0, n0) = go(0);
+    let (wide52, att52, n52) = go(52);
+    eprintln!(
+        "0: wide {wide0} attempts {att0} of {n0}; 52: wide {wide52} attempts {att52} of {n52}"
+    );
+    assert!(
+        wide52 * n0 > wide0 * n52,
+        "wide share: {wide52}/{n52} with 52 flips, {wide0}/{n0} with 0"
+    );
+    assert!(
+        att52 * n0 < att0 * n52,
+        "wake_affine share: {att52}/{n52} with 52 flips, {att0}/{n0} with 0"
+    );
+}

@@ -153,6 +153,49 @@ fn wake_wide_needs_llc_sized_fanout() {
 }
 
 #[test]
+fn fork_copies_the_parents_wakee_fields_so_children_can_go_wide() {
+    // Linux: dup_task_struct copies the parent's task_struct and
+    // sched_fork resets none of wakee_flips, wakee_flip_decay_ts,
+    // last_wakee (the 6.12 rig's hackbench threads start with their
+    // process's 52 flips). A child with 52 flips woken by a waker with
+    // 300: slave 52 >= llc_size 4 and master 300 >= 52 * 4 = 208 -> wide.
+    // A child of a parent with no flips starts at 0: slave 0 < 4 -> affine.
+    let mut s = two_sockets("");
+    let parent = run_on(&mut s, 0, 10);
+    let other = sleeper_on(&mut s, 5, 20);
+    {
+        let mut c = s.core();
+        let t = &mut c.tasks[parent];
+        t.wakee_flips = 52;
+        t.wakee_flip_decay_ts = 7_000;
+        t.last_wakee = Some(other);
+    }
+    let child = s
+        .wake_up_new_task(Some(parent), 0, 0, TaskPolicy::Normal, 30)
+        .task;
+    let t = s.task(child);
+    assert_eq!(
+        (t.wakee_flips, t.wakee_flip_decay_ts, t.last_wakee),
+        (52, 7_000, Some(other))
+    );
+    let w = run_on(&mut s, 4, 40);
+    s.core().tasks[w].wakee_flips = 300;
+    assert!(
+        wake_wide(&mut s.core(), child, Some(w), 4),
+        "inherited flips: wide"
+    );
+    s.core().tasks[parent].wakee_flips = 0;
+    let fresh = s
+        .wake_up_new_task(Some(parent), 0, 0, TaskPolicy::Normal, 50)
+        .task;
+    assert_eq!(s.task(fresh).wakee_flips, 0);
+    assert!(
+        !wake_wide(&mut s.core(), fresh, Some(w), 4),
+        "no flips: affine"
+    );
+}
+
+#[test]
 fn fork_spreads_over_numa_machine_and_wakeups_stay_local() {
     let mut s = sched(&crate::testutil::big160(), PickPolicy::Eevdf, "");
     let parent = run_on(&mut s, 0, 10);

@@ -153,6 +153,20 @@ impl<P: SchedPolicy> Scheduler<P> {
             let parent_curr = parent.filter(|&q| rq.curr == Some(q));
             cfg.pick
                 .task_fork(&rq.cfs, &mut c.tasks, cfg, p, parent_curr);
+            // dup_task_struct copies the parent's task_struct and sched_fork
+            // does not reset the wakee fields: the child starts with the
+            // parent's wakee_flips, decay stamp and last_wakee (so threads
+            // of a process started from a busy shell start "wide").
+            if let Some(q) = parent_curr {
+                let (flips, ts, last) = {
+                    let t = &c.tasks[q];
+                    (t.wakee_flips, t.wakee_flip_decay_ts, t.last_wakee)
+                };
+                let t = &mut c.tasks[p];
+                t.wakee_flips = flips;
+                t.wakee_flip_decay_ts = ts;
+                t.last_wakee = last;
+            }
         }
         let cpu = match start {
             Some(c) => c,

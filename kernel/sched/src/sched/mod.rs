@@ -131,6 +131,19 @@ impl<P: SchedPolicy> Scheduler<P> {
         }
     }
 
+    /// Sets `p`'s `wakee_flips`, with the decay stamp at `now`: the flips a
+    /// workload's first thread brings from the process that launched it.
+    /// Linux copies `wakee_flips` at fork (see `wake_up_new_task`), so a
+    /// benchmark started from a shell inherits the shell's, and its threads
+    /// inherit them in turn; the Linux rig's hackbench threads started with 52.
+    pub fn set_wakee_flips(&self, p: TaskId, flips: u32, now: u64) {
+        if let Some(mut core) = self.shared.lock_task(p, self.shared.nr_cpus()) {
+            let t = &mut core.tasks[p];
+            t.wakee_flips = flips;
+            t.wakee_flip_decay_ts = now;
+        }
+    }
+
     /// `__schedule()` on `cpu`: put prev back if still runnable, run a
     /// pending active-balance push, pick next (newly-idle balance first if
     /// nothing is runnable), and switch.

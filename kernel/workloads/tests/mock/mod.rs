@@ -363,6 +363,10 @@ impl Env for Mock {
         false
     }
 
+    fn set_wakee_flips(&self, _flips: u32) {
+        // No scheduler behind the mock: placement is not what it tests.
+    }
+
     fn spawn<F>(&self, how: Spawn, f: F) -> impl Future<Output = usize> + Send
     where
         F: Future<Output = ()> + Send + 'static,
