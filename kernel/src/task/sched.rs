@@ -243,8 +243,13 @@ pub fn describe_cpus(now: u64) -> Vec<String> {
             .filter(|&t| Some(t) != rq.curr)
             .map(name_of)
             .collect();
+        let listed = if core.shared.ttwu_pending(c) {
+            "; wake list pending"
+        } else {
+            ""
+        };
         lines.push(alloc::format!(
-            "CPU {c}: running {curr}; need_resched {}; last tick {age} ms ago; {} queued: [{}]",
+            "CPU {c}: running {curr}; need_resched {}{listed}; last tick {age} ms ago; {} queued: [{}]",
             rq.need_resched,
             queued.len(),
             queued.join(", ")
@@ -499,10 +504,25 @@ pub fn on_tick(irq: &IrqsOff) {
     }
 }
 
-/// Reschedule-IPI hook (interrupt context, after EOI).
+/// Activates the wakeups other CPUs put on `cpu`'s wake list
+/// (`sched_ttwu_pending`; TTWU_QUEUE) and sends the reschedule IPIs that
+/// asks for (a wakee that preempts here sets this CPU's need_resched).
+/// One atomic load when the list is empty.
+pub(super) fn ttwu_pending(irq: &IrqsOff, cpu: usize) {
+    if core().shared.ttwu_pending(cpu) {
+        let resched = core().sched_ttwu_pending(cpu, time::now_ns());
+        send_ipis(irq, &resched, cpu);
+    }
+}
+
+/// Reschedule-IPI hook (interrupt context, after EOI): the wake list
+/// first (a queued wakeup's IPI sets no need_resched of its own), then a
+/// reschedule if the core asked for one.
 pub fn on_reschedule_ipi(irq: &IrqsOff) {
     if CORE.get().is_some() {
-        resched_if_needed(irq, this_cpu(irq));
+        let cpu = this_cpu(irq);
+        ttwu_pending(irq, cpu);
+        resched_if_needed(irq, cpu);
     }
 }
 
@@ -516,7 +536,11 @@ pub fn idle_loop() -> ! {
     schedule(&off, cpu);
     loop {
         let off = irq::disable();
-        if core().need_resched(cpu) {
+        // A wake list that is not empty counts as work: `schedule`
+        // activates it before it picks. Checked with interrupts off, so
+        // an IPI for a wakeup queued after this test stays pending in the
+        // LAPIC and ends the HLT below.
+        if core().need_resched(cpu) || core().shared.ttwu_pending(cpu) {
             schedule(&off, cpu);
             continue;
         }
