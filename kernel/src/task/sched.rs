@@ -10,7 +10,10 @@
 //!   before any runqueue lock, by the thread going to sleep and by wakers;
 //! - `TASK_THREAD[task]` maps a core task to its thread (per-task locks);
 //! - `THREADS` (the thread table) is taken only to create, reap or list;
-//! - each CPU's sleepers and current/previous thread cells are its own.
+//! - each CPU's sleepers and current/previous thread cells are its own;
+//! - a remote wakeup may be parked on the target's wake list in the core
+//!   (TTWU_QUEUE): the target activates it from its reschedule IPI
+//!   (`on_reschedule_ipi`), its idle loop or any `schedule()`.
 //!
 //! A CPU decides (core call), then switches with interrupts still off. A
 //! thread's `on_cpu` flag stays set until the CPU that ran it has saved its
@@ -521,6 +524,13 @@ pub(super) fn ttwu_pending(irq: &IrqsOff, cpu: usize) {
 pub fn on_reschedule_ipi(irq: &IrqsOff) {
     if CORE.get().is_some() {
         let cpu = this_cpu(irq);
+        // Idle with wakeups queued for it: any wakee preempts idle, and
+        // `schedule` activates the list before it picks, so one core call
+        // (one runqueue-lock acquisition) does both.
+        if core().shared.ttwu_pending(cpu) && core().current(cpu).is_none() {
+            schedule(irq, cpu);
+            return;
+        }
         ttwu_pending(irq, cpu);
         resched_if_needed(irq, cpu);
     }
