@@ -161,11 +161,12 @@ fn print_hackbench(h: &Value) {
     let s = &h["sched"];
     let w = &s["wake"];
     println!(
-        "  wakeups {} (sync {}, local {}, remote {}, migrated {}); wake_affine {} of {}; wake_wide {}",
+        "  wakeups {} (sync {}, local {}, remote {} of which {} via wake lists, migrated {}); wake_affine {} of {}; wake_wide {}",
         u(&w["nr_wakeups"]),
         u(&w["nr_wakeups_sync"]),
         u(&w["nr_wakeups_local"]),
         u(&w["nr_wakeups_remote"]),
+        u(&w["ttwu_queued"]),
         u(&w["nr_wakeups_migrate"]),
         u(&w["wake_affine_success"]),
         u(&w["wake_affine_attempts"]),

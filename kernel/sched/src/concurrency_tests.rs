@@ -10,6 +10,7 @@
 //! thread id (including exited ones), on 16 CPUs.
 
 use crate::config::PickPolicy;
+use crate::placement::WakeFlags;
 use crate::sched::{Scheduler, Start};
 use crate::sim::InvariantChecker;
 use crate::task::{TaskId, TaskPolicy, TaskState, Tasks};
@@ -210,6 +211,10 @@ struct KThread {
 
 struct Kernel {
     s: Scheduler,
+    /// Wake as the kernel does: `wake_up_queue` (TTWU_QUEUE wake lists),
+    /// the targets activating them now and then (their IPI handler) and
+    /// at every `schedule`.
+    queue: bool,
     threads: Mutex<HashMap<TaskId, Arc<KThread>>>,
     clock: AtomicU64,
     forks: AtomicU64,
@@ -261,7 +266,16 @@ impl Kernel {
         match w.0 {
             WakeState::Blocked => {
                 w.0 = WakeState::Runnable;
-                self.s.wake_up(p, cpu, sync, now);
+                if self.queue {
+                    let f = if sync {
+                        WakeFlags::SYNC
+                    } else {
+                        WakeFlags::default()
+                    };
+                    self.s.wake_up_queue(p, cpu, f, now);
+                } else {
+                    self.s.wake_up(p, cpu, sync, now);
+                }
             }
             WakeState::Runnable => w.1 = true,
             WakeState::Exited => {}
@@ -287,6 +301,10 @@ fn drive_kernel_cpu(k: &Kernel, cpu: usize, steps: usize, max_live: u64) {
     let mut rng = 0xD1B5_4A32_D192_ED03 ^ (cpu as u64 + 1);
     for _ in 0..steps {
         let now = k.clock.fetch_add(20_000, Relaxed);
+        // The reschedule IPI of a queued wakeup, taken at some point.
+        if k.queue && next(&mut rng).is_multiple_of(3) {
+            k.s.sched_ttwu_pending(cpu, now);
+        }
         match next(&mut rng) % 10 {
             0 => {
                 if k.forks.load(Relaxed) - k.exits.load(Relaxed) < max_live {
@@ -318,8 +336,18 @@ fn drive_kernel_cpu(k: &Kernel, cpu: usize, steps: usize, max_live: u64) {
 
 #[test]
 fn kernel_protocol_on_16_cpus_loses_no_wakeup() {
+    kernel_protocol(false);
+}
+
+#[test]
+fn kernel_protocol_with_wake_lists_loses_no_wakeup() {
+    kernel_protocol(true);
+}
+
+fn kernel_protocol(queue: bool) {
     let k = Arc::new(Kernel {
         s: sched(&spec(2, 4, 2, 2), PickPolicy::Eevdf, ""),
+        queue,
         threads: Mutex::new(HashMap::new()),
         clock: AtomicU64::new(1_000_000),
         forks: AtomicU64::new(0),
@@ -350,7 +378,24 @@ fn kernel_protocol_on_16_cpus_loses_no_wakeup() {
         forks > 100 && exits > 20,
         "too little happened: {forks} forks, {exits} exits"
     );
+    let queued = k.s.stats().wake.ttwu_queued;
+    if queue {
+        assert!(queued > 1_000, "only {queued} wakeups via wake lists");
+    } else {
+        assert_eq!(queued, 0);
+    }
     let core = k.s.core();
+    for cpu in 0..n {
+        assert_eq!(
+            core.shared.wake_list_len(cpu),
+            0,
+            "cpu{cpu}: wake list left"
+        );
+        assert!(
+            !core.shared.ttwu_pending(cpu),
+            "cpu{cpu}: ttwu_pending left"
+        );
+    }
     let alive: Vec<TaskId> = core.tasks.iter().map(|t| t.id).collect();
     assert_eq!(
         alive.len() as u64,

@@ -273,6 +273,10 @@ pub struct RqSnap {
     pub(crate) idle_stamp: AtomicU64,
     pub(crate) capacity: AtomicU64,
     pub(crate) capacity_orig: AtomicU64,
+    /// `rq->ttwu_pending`: the CPU's wake list is not empty. Not part of
+    /// `publish`: wakers set it without the runqueue lock, the CPU clears
+    /// it once it has activated the list (under its lock and the list's).
+    pub(crate) ttwu_pending: AtomicBool,
 }
 
 impl RqSnap {
@@ -312,5 +316,12 @@ impl RqSnap {
     /// need_resched as last published.
     pub fn need_resched(&self) -> bool {
         self.need_resched.load(Relaxed)
+    }
+
+    /// `rq->ttwu_pending` (acquire: a CPU that sees it set finds the
+    /// entries on its wake list).
+    pub fn ttwu_pending(&self) -> bool {
+        self.ttwu_pending
+            .load(core::sync::atomic::Ordering::Acquire)
     }
 }

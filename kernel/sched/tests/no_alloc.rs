@@ -23,7 +23,7 @@ use sched::config::{PickPolicy, SchedConfig};
 use sched::features::FEATURES;
 use sched::policies::{POLICIES, by_name};
 use sched::stats::{MigrationReason, SchedStats};
-use sched::{DynPolicy, SchedTopo, Scheduler, TaskId, TaskPolicy};
+use sched::{DynPolicy, SchedTopo, Scheduler, TaskId, TaskPolicy, WakeFlags};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::sync::atomic::AtomicBool;
@@ -118,6 +118,10 @@ struct Driver {
     partner: Vec<TaskId>,
     /// CPUs asked to reschedule and not yet served.
     pending: Vec<bool>,
+    /// Wake as the kernel does (`wake_up_queue`: TTWU_QUEUE wake lists,
+    /// activated by the target's `sched_ttwu_pending` as its reschedule
+    /// IPI handler does, or by its `schedule`).
+    queue: bool,
     now: u64,
     next_tick: u64,
     rng: u64,
@@ -148,6 +152,7 @@ impl Driver {
             s,
             partner,
             pending: vec![true; n],
+            queue: false,
             now: 2_000,
             next_tick: TICK_NS,
             rng: 0x9e37_79b9_7f4a_7c15,
@@ -168,6 +173,13 @@ impl Driver {
 
     /// `schedule()` on a CPU that was asked to.
     fn serve(&mut self, cpu: usize) {
+        if self.queue && self.s.shared.ttwu_pending(cpu) {
+            let now = self.now;
+            let r = counted(|| self.s.sched_ttwu_pending(cpu, now));
+            for &c in r.iter() {
+                self.pending[c] = true;
+            }
+        }
         if std::mem::take(&mut self.pending[cpu]) {
             let now = self.now;
             let sw = counted(|| self.s.schedule(cpu, now));
@@ -205,7 +217,16 @@ impl Driver {
         // every eighth step the waker keeps running (a producer ahead of
         // its consumer), so tasks spread and the balancer has work.
         let sync = !self.rand().is_multiple_of(4);
-        let w = counted(|| self.s.wake_up(other, cpu, sync, now));
+        let flags = if sync {
+            WakeFlags::SYNC
+        } else {
+            WakeFlags::default()
+        };
+        let w = if self.queue {
+            counted(|| self.s.wake_up_queue(other, cpu, flags, now))
+        } else {
+            counted(|| self.s.wake_up_flags(other, cpu, flags, now))
+        };
         for &c in w.resched.iter() {
             self.pending[c] = true;
         }
@@ -227,6 +248,7 @@ impl Driver {
 struct Measured {
     allocs: u64,
     wakeups: u64,
+    queued: u64,
     by_wakeup: u64,
     by_balance: u64,
     scans: u64,
@@ -235,7 +257,19 @@ struct Measured {
 
 /// Warm up for `warm` steps, then count allocations over `steps` more.
 fn measure(pick: PickPolicy, policy: &str, features: &str, warm: usize, steps: usize) -> Measured {
+    measure_with(pick, policy, features, warm, steps, false)
+}
+
+fn measure_with(
+    pick: PickPolicy,
+    policy: &str,
+    features: &str,
+    warm: usize,
+    steps: usize,
+    queue: bool,
+) -> Measured {
     let mut d = Driver::new(pick, policy, features, 6);
+    d.queue = queue;
     for _ in 0..warm {
         d.step();
     }
@@ -252,6 +286,7 @@ fn measure(pick: PickPolicy, policy: &str, features: &str, warm: usize, steps: u
     Measured {
         allocs,
         wakeups: after.wake.nr_wakeups - before.wake.nr_wakeups,
+        queued: after.wake.ttwu_queued - before.wake.ttwu_queued,
         by_wakeup,
         by_balance: after.migrations.total() - before.migrations.total() - by_wakeup,
         scans: after.sis.sis_domain_search - before.sis.sis_domain_search,
@@ -281,6 +316,26 @@ fn hot_paths_allocate_nothing(pick: PickPolicy) {
         "{} heap allocations in {} wakeups (rerun with SCHED_ALLOC_PANIC=1 RUST_BACKTRACE=1)",
         m.allocs, m.wakeups
     );
+}
+
+/// The kernel's wake path: remote wakeups through TTWU_QUEUE wake lists,
+/// activated by their target CPUs.
+#[test]
+fn wake_lists_allocate_nothing() {
+    for pick in [PickPolicy::Cfs, PickPolicy::Eevdf] {
+        let m = measure_with(pick, "fair", "", 20_000, 50_000, true);
+        eprintln!(
+            "{pick:?} wake lists: {} wakeups, {} queued, {} allocations",
+            m.wakeups, m.queued, m.allocs
+        );
+        assert!(m.wakeups > 10_000, "only {} wakeups", m.wakeups);
+        assert!(m.queued > 1_000, "only {} wakeups via wake lists", m.queued);
+        assert_eq!(
+            m.allocs, 0,
+            "{} heap allocations in {} wakeups (rerun with SCHED_ALLOC_PANIC=1 RUST_BACKTRACE=1)",
+            m.allocs, m.wakeups
+        );
+    }
 }
 
 #[test]

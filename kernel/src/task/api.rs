@@ -49,6 +49,9 @@ pub struct SpawnOptions {
     pub pinned: Option<usize>,
     /// The address space it runs in (`mm::space`): None = a kernel thread.
     pub space: Option<Arc<AddressSpace>>,
+    /// Stack size in bytes; 0 (or less than the default) = the default
+    /// 64 KiB (`thread::STACK_BYTES`).
+    pub stack_bytes: usize,
 }
 
 /// Creates a thread running `f`, placed by the core's fork placement
@@ -76,6 +79,7 @@ pub fn spawn(opts: SpawnOptions, f: impl FnOnce() + Send + 'static) -> JoinHandl
             task,
             body,
             thread_start,
+            opts.stack_bytes,
         );
         thread.space = opts.space;
         let thread = Arc::new(thread);

@@ -10,7 +10,10 @@
 //!   before any runqueue lock, by the thread going to sleep and by wakers;
 //! - `TASK_THREAD[task]` maps a core task to its thread (per-task locks);
 //! - `THREADS` (the thread table) is taken only to create, reap or list;
-//! - each CPU's sleepers and current/previous thread cells are its own.
+//! - each CPU's sleepers and current/previous thread cells are its own;
+//! - a remote wakeup may be parked on the target's wake list in the core
+//!   (TTWU_QUEUE): the target activates it from its reschedule IPI
+//!   (`on_reschedule_ipi`), its idle loop or any `schedule()`.
 //!
 //! A CPU decides (core call), then switches with interrupts still off. A
 //! thread's `on_cpu` flag stays set until the CPU that ran it has saved its
@@ -243,8 +246,13 @@ pub fn describe_cpus(now: u64) -> Vec<String> {
             .filter(|&t| Some(t) != rq.curr)
             .map(name_of)
             .collect();
+        let listed = if core.shared.ttwu_pending(c) {
+            "; wake list pending"
+        } else {
+            ""
+        };
         lines.push(alloc::format!(
-            "CPU {c}: running {curr}; need_resched {}; last tick {age} ms ago; {} queued: [{}]",
+            "CPU {c}: running {curr}; need_resched {}{listed}; last tick {age} ms ago; {} queued: [{}]",
             rq.need_resched,
             queued.len(),
             queued.join(", ")
@@ -499,10 +507,32 @@ pub fn on_tick(irq: &IrqsOff) {
     }
 }
 
-/// Reschedule-IPI hook (interrupt context, after EOI).
+/// Activates the wakeups other CPUs put on `cpu`'s wake list
+/// (`sched_ttwu_pending`; TTWU_QUEUE) and sends the reschedule IPIs that
+/// asks for (a wakee that preempts here sets this CPU's need_resched).
+/// One atomic load when the list is empty.
+pub(super) fn ttwu_pending(irq: &IrqsOff, cpu: usize) {
+    if core().shared.ttwu_pending(cpu) {
+        let resched = core().sched_ttwu_pending(cpu, time::now_ns());
+        send_ipis(irq, &resched, cpu);
+    }
+}
+
+/// Reschedule-IPI hook (interrupt context, after EOI): the wake list
+/// first (a queued wakeup's IPI sets no need_resched of its own), then a
+/// reschedule if the core asked for one.
 pub fn on_reschedule_ipi(irq: &IrqsOff) {
     if CORE.get().is_some() {
-        resched_if_needed(irq, this_cpu(irq));
+        let cpu = this_cpu(irq);
+        // Idle with wakeups queued for it: any wakee preempts idle, and
+        // `schedule` activates the list before it picks, so one core call
+        // (one runqueue-lock acquisition) does both.
+        if core().shared.ttwu_pending(cpu) && core().current(cpu).is_none() {
+            schedule(irq, cpu);
+            return;
+        }
+        ttwu_pending(irq, cpu);
+        resched_if_needed(irq, cpu);
     }
 }
 
@@ -516,7 +546,11 @@ pub fn idle_loop() -> ! {
     schedule(&off, cpu);
     loop {
         let off = irq::disable();
-        if core().need_resched(cpu) {
+        // A wake list that is not empty counts as work: `schedule`
+        // activates it before it picks. Checked with interrupts off, so
+        // an IPI for a wakeup queued after this test stays pending in the
+        // LAPIC and ends the HLT below.
+        if core().need_resched(cpu) || core().shared.ttwu_pending(cpu) {
             schedule(&off, cpu);
             continue;
         }

@@ -80,8 +80,10 @@ pub struct Thread {
 }
 
 impl Thread {
-    /// A thread that will run `entry` from `start` on its own stack, in no
-    /// address space (set `space` before sharing it).
+    /// A thread that will run `entry` from `start` on its own stack of
+    /// `stack_bytes` (at least [`STACK_BYTES`]), in no address space (set
+    /// `space` before sharing it).
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         id: ThreadId,
         name: String,
@@ -90,8 +92,9 @@ impl Thread {
         task: TaskId,
         entry: Box<dyn FnOnce() + Send>,
         start: extern "sysv64" fn() -> !,
+        stack_bytes: usize,
     ) -> Thread {
-        let mut stack = alloc::vec![0u64; STACK_BYTES / 8].into_boxed_slice();
+        let mut stack = alloc::vec![0u64; stack_bytes.max(STACK_BYTES) / 8].into_boxed_slice();
         stack[..CANARY_WORDS].fill(CANARY);
         let ctx = Context::new(&mut stack, start);
         Thread {

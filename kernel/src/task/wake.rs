@@ -7,8 +7,11 @@
 //! lock (`Thread::wake`, Linux's `p->pi_lock`, taken before any runqueue
 //! lock) [`try_to_wake_up`]:
 //! - finds it **blocked**: marks it runnable and lets the core place and
-//!   queue it (`Scheduler::wake_up_flags`: `select_task_rq`, enqueue,
-//!   preemption check), tracing the wakeup;
+//!   queue it (`Scheduler::wake_up_queue`: `select_task_rq`, then either
+//!   enqueue and preemption check at once, or, with TTWU_QUEUE when
+//!   `ttwu_queue_cond` holds, the target CPU's wake list, which the target
+//!   activates after the reschedule IPI the result names), tracing the
+//!   wakeup;
 //! - finds it still **runnable** (it has not reached `block()` yet): leaves
 //!   `wake_pending`, which makes its next `block()` return at once;
 //! - finds it **exited**: nothing (its task id may name another thread now).
@@ -63,7 +66,7 @@ pub(super) fn try_to_wake_up(
     match w.state {
         ThreadState::Blocked => {
             w.state = ThreadState::Runnable;
-            let r = core().wake_up_flags(t.task, cpu, flags, now);
+            let r = core().wake_up_queue(t.task, cpu, flags, now);
             let sync = u64::from(flags.has(WakeFlags::SYNC));
             trace::event(cpu, trace::Kind::Wakeup, t.tid, r.cpu as u64, sync);
             Some(r)

@@ -124,6 +124,9 @@ fn prepare(cfg: &Config) -> Result<(Workload, Scheduler<DynPolicy>, SchedConfig)
     let mut sc = SchedConfig::new(nr, pick)
         .with_features(&cfg.features)
         .map_err(|e| format!("features '{}': {e}", cfg.features))?;
+    // The simulator activates every wakeup on the waker (the fused path:
+    // no IPI delay is modelled), so its records say NO_TTWU_QUEUE.
+    sc.features.set(sched::features::Feat::TtwuQueue, false);
     if !(1..=10_000).contains(&cfg.hz) {
         return Err(format!("hz {} must be in 1..=10000", cfg.hz));
     }

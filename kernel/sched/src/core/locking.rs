@@ -73,6 +73,12 @@ impl<'a> SchedCore<'a> {
         }
     }
 
+    /// Publish `cpu`'s snapshot now (held), without releasing it.
+    #[inline]
+    pub fn publish(&self, cpu: CpuId) {
+        self.shared.snap[cpu].publish(&self.rqs[cpu]);
+    }
+
     #[inline]
     pub(super) fn unlock_all(&mut self) {
         while let Some((cpu, rq)) = self.rqs.held.pop() {

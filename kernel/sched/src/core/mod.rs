@@ -37,6 +37,7 @@ use crate::small::Small;
 use crate::stats::{MigrationReason, SchedStats};
 use crate::task::{Task, TaskArena, TaskId};
 use crate::topo::SchedTopo;
+use alloc::collections::VecDeque;
 use alloc::vec::Vec;
 use core::sync::atomic::Ordering::{Acquire, Relaxed};
 use core::sync::atomic::{AtomicBool, AtomicU64};
@@ -86,6 +87,20 @@ fn loc(cpu: u32, slot: usize) -> u64 {
 const NO_CPU: u32 = u32::MAX;
 /// Directory value of a task being woken (owned by its waker for a moment).
 const IN_TRANSIT: u32 = u32::MAX - 1;
+/// Directory flag of a task on a CPU's wake list (TTWU_QUEUE): the CPU is
+/// in the low bits of the high half (CPU ids stay far below 2^31).
+const WAKE_LISTED: u32 = 1 << 31;
+
+/// A task on a CPU's wake list (`p->wake_entry`): woken and placed by its
+/// waker, not yet queued on a runqueue; activated by the target CPU's
+/// `sched_ttwu_pending`.
+#[derive(Debug)]
+pub(crate) struct WakeEntry {
+    pub(crate) task: Task,
+    /// Its CPU changed at this wakeup (`p->sched_remote_wakeup` =
+    /// WF_MIGRATED): enqueued with ENQUEUE_MIGRATED.
+    pub(crate) migrated: bool,
+}
 
 /// Tasks a runqueue's arena (and its timeline) holds before it first
 /// grows: containers grow only when a runqueue holds more tasks than it
@@ -115,6 +130,11 @@ pub struct Shared {
     /// Kept out of [`SchedCore`] so a context stays small to pass around.
     transit: Vec<Padded<Lock<Option<Task>>>>,
     removed: Vec<Padded<Lock<Removed>>>,
+    /// Per target CPU: tasks woken for it by other CPUs, in wakeup order
+    /// (Linux's per-CPU `wake_list`; a leaf lock here, taken by wakers
+    /// without the target's runqueue and by the target under its own).
+    /// `RqSnap::ttwu_pending` says it is not empty.
+    wake_list: Vec<Padded<Lock<VecDeque<WakeEntry>>>>,
     /// Something waits in `removed[cpu]` (skips its lock otherwise).
     removed_pending: Vec<Padded<AtomicBool>>,
     snap: Vec<Padded<RqSnap>>,
@@ -159,6 +179,9 @@ impl Shared {
             removed: (0..n)
                 .map(|_| Padded(Lock::new(Removed::default())))
                 .collect(),
+            wake_list: (0..n)
+                .map(|_| Padded(Lock::new(VecDeque::with_capacity(ARENA_START))))
+                .collect(),
             removed_pending: (0..n).map(|_| Padded(AtomicBool::new(false))).collect(),
             snap,
             llc: (0..n).map(|c| LlcShared::new(topo.llc_size[c])).collect(),
@@ -189,6 +212,30 @@ impl Shared {
         let arena = lock_or_report(&self.arenas[cpu], "task arena");
         self.apply_removed(cpu, &mut rq);
         self.context_held(stats, transit, cpu, rq, arena)
+    }
+
+    /// A context acting on `acting_cpu` (its statistics slot) that holds
+    /// `cpu`'s runqueue.
+    pub(crate) fn lock_on(&self, acting_cpu: CpuId, cpu: CpuId) -> SchedCore<'_> {
+        let stats = lock_or_report(&self.stats[acting_cpu], "statistics");
+        let transit = lock_or_report(&self.transit[acting_cpu], "transit");
+        let mut rq = lock_or_report(&self.rqs[cpu], "runqueue");
+        let arena = lock_or_report(&self.arenas[cpu], "task arena");
+        self.apply_removed(cpu, &mut rq);
+        self.context_held(stats, transit, cpu, rq, arena)
+    }
+
+    /// Tasks waiting on `cpu`'s wake list (reports, invariant checks).
+    pub fn wake_list_len(&self, cpu: CpuId) -> usize {
+        lock_or_report(&self.wake_list[cpu], "wake list").len()
+    }
+
+    /// Calls `f(task, migrated)` for each task on `cpu`'s wake list, oldest
+    /// first (invariant checks, tests; takes the list's leaf lock).
+    pub fn for_each_wake_listed(&self, cpu: CpuId, mut f: impl FnMut(&Task, bool)) {
+        for e in lock_or_report(&self.wake_list[cpu], "wake list").iter() {
+            f(&e.task, e.migrated);
+        }
     }
 
     /// Apply blocked-load removals queued while `cpu`'s runqueue was not
@@ -307,27 +354,67 @@ impl Shared {
         total
     }
 
-    /// The CPU whose runqueue `p` is homed on, if `p` is alive and not in
-    /// transit.
+    /// The CPU whose runqueue `p` is homed on, if `p` is alive, not in
+    /// transit and not on a wake list.
     pub fn task_cpu(&self, p: TaskId) -> Option<CpuId> {
         match (self.task_loc.get(p.0 as usize)?.load(Relaxed) >> 32) as u32 {
             NO_CPU | IN_TRANSIT => None,
+            c if c & WAKE_LISTED != 0 => None,
             c => Some(c as CpuId),
         }
     }
 
+    /// The CPU whose wake list `p` waits on (TTWU_QUEUE), if it does.
+    pub fn wake_listed(&self, p: TaskId) -> Option<CpuId> {
+        match (self.task_loc.get(p.0 as usize)?.load(Relaxed) >> 32) as u32 {
+            NO_CPU | IN_TRANSIT => None,
+            c if c & WAKE_LISTED != 0 => Some((c & !WAKE_LISTED) as CpuId),
+            _ => None,
+        }
+    }
+
+    /// Does `cpu` have woken tasks on its wake list (`rq->ttwu_pending`)?
+    /// Lock-free; set by a waker before it sends the IPI.
+    #[inline]
+    pub fn ttwu_pending(&self, cpu: CpuId) -> bool {
+        self.snap[cpu].ttwu_pending()
+    }
+
     /// `task_rq_lock(p)`: a context acting on `acting_cpu` that holds the
     /// runqueue `p` is homed on (retrying while `p` moves or is in
-    /// transit). None if `p` is not alive.
+    /// transit). None if `p` is not alive. A task on a wake list is waited
+    /// for until its target CPU activates it: callers that may run on that
+    /// CPU with its list pending use `Scheduler`'s own `lock_task`, which
+    /// activates the list instead.
     #[inline(always)]
     pub fn lock_task(&self, p: TaskId, acting_cpu: CpuId) -> Option<SchedCore<'_>> {
         loop {
-            let cpu = match (self.task_loc.get(p.0 as usize)?.load(Relaxed) >> 32) as u32 {
-                NO_CPU => return None,
+            match self.lock_task_or_listed(p, acting_cpu) {
+                Ok(c) => return c,
+                Err(_) => core::hint::spin_loop(),
+            }
+        }
+    }
+
+    /// [`Self::lock_task`], or `Err(cpu)` at once when `p` waits on `cpu`'s
+    /// wake list.
+    #[inline(always)]
+    pub(crate) fn lock_task_or_listed(
+        &self,
+        p: TaskId,
+        acting_cpu: CpuId,
+    ) -> Result<Option<SchedCore<'_>>, CpuId> {
+        loop {
+            let Some(l) = self.task_loc.get(p.0 as usize) else {
+                return Ok(None);
+            };
+            let cpu = match (l.load(Relaxed) >> 32) as u32 {
+                NO_CPU => return Ok(None),
                 IN_TRANSIT => {
                     core::hint::spin_loop();
                     continue;
                 }
+                c if c & WAKE_LISTED != 0 => return Err((c & !WAKE_LISTED) as CpuId),
                 c => c as CpuId,
             };
             // As `context(acting_cpu)` then `lock_also(cpu)`, built in
@@ -338,7 +425,7 @@ impl Shared {
             let arena = lock_or_report(&self.arenas[cpu], "task arena");
             self.apply_removed(cpu, &mut rq);
             if self.task_cpu(p) == Some(cpu) {
-                return Some(self.context_held(stats, transit, cpu, rq, arena));
+                return Ok(Some(self.context_held(stats, transit, cpu, rq, arena)));
             }
             // It moved meanwhile: let go (publishing, as any unlock) and
             // retry.

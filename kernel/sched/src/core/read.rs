@@ -66,25 +66,30 @@ impl SchedCore<'_> {
         )
     }
 
-    /// `idle_cpu()` / `available_idle_cpu()` (no vCPU preemption here).
+    /// `idle_cpu()` / `available_idle_cpu()` (no vCPU preemption here): no
+    /// task running or queued, and (6.x) no wakeup pending on its wake list
+    /// (`rq->ttwu_pending`), so placement does not stack wakees on a CPU
+    /// that is about to activate some.
     #[inline]
     pub fn idle_cpu(&self, cpu: CpuId) -> bool {
+        let s = &self.shared.snap[cpu];
         self.read(
             cpu,
             |r| r.is_idle(),
             |s| s.curr_idle.load(Relaxed) && s.nr_running.load(Relaxed) == 0,
-        )
+        ) && !s.ttwu_pending.load(Relaxed)
     }
 
     /// `available_idle_cpu() || sched_idle_cpu()`: one lookup of the held
     /// runqueues for both tests (the LLC scans call this per CPU).
     #[inline]
     pub fn idle_ish(&self, cpu: CpuId) -> bool {
+        let s = &self.shared.snap[cpu];
+        let pending = s.ttwu_pending.load(Relaxed);
         match self.rqs.get(cpu) {
-            Some(r) => r.is_idle() || r.is_sched_idle(),
+            Some(r) => (r.is_idle() && !pending) || r.is_sched_idle(),
             None => {
-                let s = &self.shared.snap[cpu];
-                (s.curr_idle.load(Relaxed) && s.nr_running.load(Relaxed) == 0) || {
+                (s.curr_idle.load(Relaxed) && s.nr_running.load(Relaxed) == 0 && !pending) || {
                     let n = s.nr_running.load(Relaxed);
                     n > 0 && n == s.nr_idle.load(Relaxed)
                 }

@@ -2,13 +2,13 @@
 //! locks, sorted by CPU) and [`TaskSet`] (tasks homed on them, reached
 //! through the task directory, plus the one task in transit).
 
-use super::{Guard, IN_TRANSIT, Shared, loc};
+use super::{Guard, IN_TRANSIT, Shared, WAKE_LISTED, WakeEntry, loc, lock_or_report};
 use crate::CpuId;
 use crate::rq::Rq;
 use crate::small::Small;
 use crate::task::{Task, TaskArena, TaskId, Tasks};
 use core::sync::atomic::AtomicU64;
-use core::sync::atomic::Ordering::Relaxed;
+use core::sync::atomic::Ordering::{Relaxed, Release};
 /// The runqueues an operation holds, sorted by CPU.
 pub struct RqSet<'a> {
     pub(super) held: Small<(CpuId, Guard<'a, Rq>)>,
@@ -160,6 +160,52 @@ impl TaskSet<'_> {
         assert!(self.in_transit(id), "task not in transit");
         let t = self.transit.take().expect("in transit");
         self.home(t, cpu, "settling on");
+    }
+
+    /// `__ttwu_queue_wakelist()`: hand the task in transit to `cpu`'s wake
+    /// list (no runqueue lock needed: the list has its own leaf lock) and
+    /// set `cpu`'s `ttwu_pending`. The task is then neither sleeping on a
+    /// runqueue nor queued: `cpu` activates it ([`Self::unqueue_wake`]).
+    pub fn queue_wake(&mut self, id: TaskId, cpu: CpuId, migrated: bool) {
+        assert!(self.in_transit(id), "queueing a task not in transit");
+        let mut t = self.transit.take().expect("in transit");
+        t.cpu = cpu;
+        let sh = self.shared;
+        let mut list = lock_or_report(&sh.wake_list[cpu], "wake list");
+        list.push_back(WakeEntry { task: t, migrated });
+        // Under the list lock, like the push: the target clears the flag
+        // under it too, only when it finds the list empty.
+        sh.snap[cpu].ttwu_pending.store(true, Release);
+        sh.task_loc[id.0 as usize].store(loc(WAKE_LISTED | cpu as u32, 0), Relaxed);
+    }
+
+    /// The oldest task on `cpu`'s wake list (FIFO, as Linux flushes its
+    /// call-single queue), homed on `cpu` (held) and returned with its
+    /// migrated flag; None when the list is empty.
+    pub fn unqueue_wake(&mut self, cpu: CpuId) -> Option<(TaskId, bool)> {
+        let sh = self.shared;
+        let mut list = lock_or_report(&sh.wake_list[cpu], "wake list");
+        let e = list.pop_front()?;
+        let id = e.task.id;
+        // Homed while the list is locked, so the directory goes straight
+        // from "on the wake list" to the arena slot.
+        self.home(e.task, cpu, "activating on");
+        drop(list);
+        Some((id, e.migrated))
+    }
+
+    /// Clear `cpu`'s `ttwu_pending` if its wake list is empty (true), under
+    /// the list lock so that a concurrent push keeps it set (false: more
+    /// to activate).
+    pub fn finish_wake_list(&self, cpu: CpuId) -> bool {
+        let sh = self.shared;
+        let list = lock_or_report(&sh.wake_list[cpu], "wake list");
+        if list.is_empty() {
+            sh.snap[cpu].ttwu_pending.store(false, Relaxed);
+            true
+        } else {
+            false
+        }
     }
 
     /// Move a task between two held runqueues' arenas. The directory goes

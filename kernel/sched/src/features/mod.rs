@@ -95,6 +95,8 @@ pub enum Feat {
     WakeeCrossSmt,
     /// Seed 004: wakee forced onto another core of the waker's LLC.
     WakeeCrossCore,
+    /// try_to_wake_up: remote wakeups through the target CPU's wake list.
+    TtwuQueue,
     /// Domains: `imbalance_pct` 117 above the LLC (Linux v5.10+) instead of 125.
     ImbPct117,
 }
@@ -136,6 +138,12 @@ pub const FEATURES: &[FeatureDesc] = &[
         name: "WAKEUP_PREEMPTION",
         default: true,
         doc: "allow wakeup preemption (Linux)",
+    },
+    FeatureDesc {
+        feat: Feat::TtwuQueue,
+        name: "TTWU_QUEUE",
+        default: true,
+        doc: "try_to_wake_up: when ttwu_queue_cond holds (target in another LLC, or an idle CPU of this LLC) the waker places the task and puts it on the target's wake list; the target activates it after its reschedule IPI (Linux, default on). Kernel only: the simulator always activates on the waker",
     },
     FeatureDesc {
         feat: Feat::PlaceLag,

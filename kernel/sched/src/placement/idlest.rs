@@ -46,11 +46,12 @@ fn task_running_on_cpu(core: &SchedCore, cpu: CpuId, p: TaskId) -> bool {
 }
 
 /// `idle_cpu_without(cpu, p)`: `cpu` would be idle without `p` (its curr is
-/// the idle task or `p`). Call only when nr_running without `p` is 0.
-/// schedlab has no remote-wakeup queue, so there is no ttwu_pending test.
+/// the idle task or `p`) and has no wakeup pending on its wake list
+/// (`rq->ttwu_pending`, TTWU_QUEUE). Call only when nr_running without `p`
+/// is 0.
 fn idle_cpu_without(core: &SchedCore, cpu: CpuId, p: TaskId) -> bool {
     match core.rqs.get(cpu) {
-        Some(rq) => rq.curr.is_none_or(|c| c == p),
+        Some(rq) => rq.curr.is_none_or(|c| c == p) && !core.shared.ttwu_pending(cpu),
         None => core.idle_cpu(cpu),
     }
 }

@@ -238,9 +238,11 @@ impl<P: SchedPolicy> Scheduler<P> {
     }
 
     /// `try_to_wake_up(p, wake_flags)` executed on `waker_cpu` (whose
-    /// current task, if any, is the waker). `wake_flags` are the caller's
-    /// (WF_SYNC, say); WF_TTWU is added here. Waking a task that is not
-    /// sleeping is a no-op (its CPU is returned, no decisions).
+    /// current task, if any, is the waker), always activating the wakee at
+    /// once (TTWU_QUEUE is not consulted: the simulator and most tests use
+    /// this form). `wake_flags` are the caller's (WF_SYNC, say); WF_TTWU is
+    /// added here. Waking a task that is not sleeping is a no-op (its CPU
+    /// is returned, no decisions).
     ///
     /// Locking: `p`'s runqueue to take it (it is then in transit, owned by
     /// this call), the waker's runqueue for the placement decision, then the
@@ -252,14 +254,56 @@ impl<P: SchedPolicy> Scheduler<P> {
         wake_flags: WakeFlags,
         now: u64,
     ) -> WakeupResult {
+        self.try_to_wake_up(p, waker_cpu, wake_flags, now, false)
+    }
+
+    /// [`Self::wake_up_flags`] as the kernel calls it: with the TTWU_QUEUE
+    /// switch on, a wakeup for which [`ttwu_queue_cond`] holds is not
+    /// activated here. The waker places the task, accounts the wakeup and
+    /// moves its load off prev (`set_task_cpu`), then puts it on the
+    /// target's wake list (`__ttwu_queue_wakelist`) without taking the
+    /// target's runqueue lock; the result's `resched` is then just the
+    /// target, whose reschedule IPI delivers the list, and the target
+    /// activates it with [`Self::sched_ttwu_pending`] (its IPI handler, or
+    /// [`Self::schedule`], which activates pending wakeups before it picks).
+    pub fn wake_up_queue(
+        &self,
+        p: TaskId,
+        waker_cpu: CpuId,
+        wake_flags: WakeFlags,
+        now: u64,
+    ) -> WakeupResult {
+        let queue = self.shared.cfg.features.has(Feat::TtwuQueue);
+        self.try_to_wake_up(p, waker_cpu, wake_flags, now, queue)
+    }
+
+    fn try_to_wake_up(
+        &self,
+        p: TaskId,
+        waker_cpu: CpuId,
+        wake_flags: WakeFlags,
+        now: u64,
+        queue: bool,
+    ) -> WakeupResult {
         let sync = wake_flags.has(WakeFlags::SYNC);
-        let Some(mut core) = self.shared.lock_task(p, waker_cpu) else {
+        let mut core = match self.shared.lock_task_or_listed(p, waker_cpu) {
+            Ok(Some(c)) => c,
             // Not alive: like a wakeup of an exited task, nothing to do.
-            return WakeupResult {
-                task: p,
-                cpu: waker_cpu,
-                resched: CpuList::new(),
-            };
+            Ok(None) => {
+                return WakeupResult {
+                    task: p,
+                    cpu: waker_cpu,
+                    resched: CpuList::new(),
+                };
+            }
+            // Already woken, waiting on a wake list (TASK_WAKING): no-op.
+            Err(cpu) => {
+                return WakeupResult {
+                    task: p,
+                    cpu,
+                    resched: CpuList::new(),
+                };
+            }
         };
         let prev = core.tasks[p].cpu;
         if core.tasks[p].state != TaskState::Sleeping {
@@ -297,6 +341,7 @@ impl<P: SchedPolicy> Scheduler<P> {
             core.tasks[p].stats.nr_wakeups_sync += 1;
         }
         core.rqs[waker_cpu].ttwu_count += 1;
+        let migrated = cpu != prev;
         if cpu == waker_cpu {
             core.rqs[waker_cpu].ttwu_local += 1;
             core.stats.wake.nr_wakeups_local += 1;
@@ -305,20 +350,58 @@ impl<P: SchedPolicy> Scheduler<P> {
             if !core.tasks.in_transit(p) {
                 core.tasks.take(p);
             }
+            if queue && ttwu_queue_cond(&core, p, cpu, waker_cpu) {
+                // ttwu_queue_wakelist(): set_task_cpu on the waker, then
+                // the wake list; the target activates it.
+                if migrated {
+                    core.stats.wake.nr_wakeups_migrate += 1;
+                    core.tasks[p].stats.nr_wakeups_migrate += 1;
+                    core.migrate_sleeping_task(p, cpu, MigrationReason::Wakeup);
+                }
+                core.stats.wake.ttwu_queued += 1;
+                core.tasks.queue_wake(p, cpu, migrated);
+                let mut resched = core.take_resched();
+                if !resched.contains(&cpu) {
+                    resched.push(cpu);
+                }
+                return WakeupResult {
+                    task: p,
+                    cpu,
+                    resched,
+                };
+            }
             core.unlock(waker_cpu);
             core.lock_also(cpu);
         }
-        let migrated = cpu != prev;
         if migrated {
             core.stats.wake.nr_wakeups_migrate += 1;
             core.tasks[p].stats.nr_wakeups_migrate += 1;
             core.migrate_sleeping_task(p, cpu, MigrationReason::Wakeup);
         }
         let now_dst = core.update_rq_clock(cpu, now);
-        // ttwu_do_wakeup: fold the idle period into avg_idle.
+        self.ttwu_do_activate(&mut core, cpu, p, migrated, now_dst);
+        WakeupResult {
+            task: p,
+            cpu,
+            resched: core.take_resched(),
+        }
+    }
+
+    /// `ttwu_do_activate()` on `cpu` (held, clock updated to `now`): fold
+    /// the idle period into avg_idle (`ttwu_do_wakeup`), enqueue with
+    /// ENQUEUE_WAKEUP (and ENQUEUE_MIGRATED if its CPU changed), then the
+    /// wakeup-preemption check.
+    fn ttwu_do_activate(
+        &self,
+        core: &mut SchedCore<'_>,
+        cpu: CpuId,
+        p: TaskId,
+        migrated: bool,
+        now: u64,
+    ) {
         let rq = &mut core.rqs[cpu];
         if rq.idle_stamp != 0 {
-            let delta = now_dst.saturating_sub(rq.idle_stamp);
+            let delta = now.saturating_sub(rq.idle_stamp);
             let max = 2 * rq.max_idle_balance_cost;
             let avg = rq.avg_idle as i64 + (delta as i64 - rq.avg_idle as i64) / 8;
             rq.avg_idle = (avg.max(0) as u64).min(max);
@@ -329,12 +412,81 @@ impl<P: SchedPolicy> Scheduler<P> {
             initial: false,
             migrated,
         };
-        self.policy.enqueue(&mut core, cpu, p, ef, now_dst);
-        core.check_preempt_curr(cpu, p, false, now_dst);
-        WakeupResult {
-            task: p,
-            cpu,
-            resched: core.take_resched(),
+        self.policy.enqueue(core, cpu, p, ef, now);
+        core.check_preempt_curr(cpu, p, false, now);
+    }
+
+    /// `sched_ttwu_pending()` on `cpu` (called by `cpu` itself, from its
+    /// reschedule IPI or idle loop): activate every task other CPUs put on
+    /// its wake list, oldest first, under `cpu`'s runqueue lock only.
+    /// Returns the CPUs to reschedule (`cpu` itself when a wakee preempts
+    /// what runs there). Nothing to do costs one atomic load.
+    pub fn sched_ttwu_pending(&self, cpu: CpuId, now: u64) -> CpuList {
+        if !self.shared.ttwu_pending(cpu) {
+            return CpuList::new();
+        }
+        let mut core = self.shared.lock(cpu);
+        self.ttwu_pending_locked(&mut core, cpu, now);
+        core.take_resched()
+    }
+
+    /// [`Self::sched_ttwu_pending`] with `cpu` held; returns how many tasks
+    /// it activated. `ttwu_pending` is cleared only after the activated
+    /// tasks are published in `cpu`'s snapshot, so `idle_cpu()` never sees
+    /// the CPU idle in between (Linux clears it after the enqueues for the
+    /// same reason).
+    pub(crate) fn ttwu_pending_locked(
+        &self,
+        core: &mut SchedCore<'_>,
+        cpu: CpuId,
+        now: u64,
+    ) -> usize {
+        if !self.shared.ttwu_pending(cpu) {
+            return 0;
+        }
+        let now = core.update_rq_clock(cpu, now);
+        let mut n = 0;
+        loop {
+            while let Some((p, migrated)) = core.tasks.unqueue_wake(cpu) {
+                self.ttwu_do_activate(core, cpu, p, migrated, now);
+                n += 1;
+            }
+            core.publish(cpu);
+            if core.tasks.finish_wake_list(cpu) {
+                return n;
+            }
+        }
+    }
+
+    /// `task_rq_lock(p)` for entry points that may run on the CPU whose
+    /// wake list `p` waits on: that list is activated first (under its
+    /// CPU's lock, at that runqueue's clock), then `p` is locked where it
+    /// now is. The activation's reschedule requests stay in the returned
+    /// context (the waker's IPI to that CPU is on its way regardless).
+    pub(crate) fn lock_task(&self, p: TaskId, acting_cpu: CpuId) -> Option<SchedCore<'_>> {
+        let mut resched = CpuList::new();
+        loop {
+            match self.shared.lock_task_or_listed(p, acting_cpu) {
+                Ok(Some(mut c)) => {
+                    for &r in resched.iter() {
+                        if !c.resched.contains(&r) {
+                            c.resched.push(r);
+                        }
+                    }
+                    return Some(c);
+                }
+                Ok(None) => return None,
+                Err(cpu) => {
+                    let mut c = self.shared.lock_on(acting_cpu, cpu);
+                    let now = c.rqs[cpu].clock;
+                    self.ttwu_pending_locked(&mut c, cpu, now);
+                    for &r in c.take_resched().iter() {
+                        if !resched.contains(&r) {
+                            resched.push(r);
+                        }
+                    }
+                }
+            }
         }
     }
 
@@ -450,4 +602,23 @@ impl<P: SchedPolicy> Scheduler<P> {
         core.stats.rq.nr_exits += 1;
         p
     }
+}
+
+/// `ttwu_queue_cond(p, cpu)` (Linux 6.12) for a wakeup issued on
+/// `this_cpu`: queue on `cpu`'s wake list rather than activate from here?
+/// Every CPU is active (no hotplug). Not if `cpu` is outside `p`'s affinity;
+/// yes if the two CPUs share no LLC (the target's runqueue is remote data);
+/// not on this CPU; yes if the target runs nothing (`nr_running == 0`: hand
+/// the activation to the idle CPU); else no.
+pub fn ttwu_queue_cond(core: &SchedCore<'_>, p: TaskId, cpu: CpuId, this_cpu: CpuId) -> bool {
+    if core.tasks[p].bound_cpu.is_some_and(|b| b != cpu) {
+        return false;
+    }
+    if !core.topo.share_cache(this_cpu, cpu) {
+        return true;
+    }
+    if cpu == this_cpu {
+        return false;
+    }
+    core.nr_running(cpu) == 0
 }

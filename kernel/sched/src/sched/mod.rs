@@ -9,8 +9,10 @@
 //! `sched_balance_trigger()`, `deactivate_task()` and `do_exit()`.
 
 mod lifecycle;
+#[cfg(test)]
+mod ttwu_tests;
 
-pub use lifecycle::Start;
+pub use lifecycle::{Start, ttwu_queue_cond};
 
 use crate::CpuId;
 use crate::config::SchedConfig;
@@ -113,7 +115,7 @@ impl<P: SchedPolicy> Scheduler<P> {
 
     /// A copy of the task's data (None if it is not alive).
     pub fn try_task(&self, p: TaskId) -> Option<Task> {
-        let core = self.shared.lock_task(p, self.shared.nr_cpus())?;
+        let core = self.lock_task(p, self.shared.nr_cpus())?;
         core.tasks.get(p).cloned()
     }
 
@@ -126,7 +128,7 @@ impl<P: SchedPolicy> Scheduler<P> {
     /// Mark a task as a per-CPU kernel thread (never balanced; its wakeups
     /// may stack on prev, select_idle_sibling step 3).
     pub fn set_percpu_kthread(&self, p: TaskId, on: bool) {
-        if let Some(mut core) = self.shared.lock_task(p, self.shared.nr_cpus()) {
+        if let Some(mut core) = self.lock_task(p, self.shared.nr_cpus()) {
             core.tasks[p].is_percpu_kthread = on;
         }
     }
@@ -164,6 +166,9 @@ impl<P: SchedPolicy> Scheduler<P> {
     /// `__schedule()` with `cpu`'s runqueue already held by `core`.
     pub(crate) fn schedule_locked(&self, core: &mut SchedCore<'_>, cpu: CpuId, now: u64) -> Switch {
         let now = core.update_rq_clock(cpu, now);
+        // Wakeups other CPUs queued for this one (TTWU_QUEUE) are activated
+        // before the pick, so none waits for the IPI that announced it.
+        self.ttwu_pending_locked(core, cpu, now);
         let cfg = core.cfg;
         let mut migrations = Migrations::new();
         core.rqs[cpu].need_resched = false;

@@ -100,6 +100,38 @@ impl InvariantChecker {
                 seen[i] = Some(cpu);
             }
         }
+        // Tasks on wake lists (TTWU_QUEUE): woken, on no runqueue, not
+        // homed anywhere, each once, and the list's pending flag set.
+        let mut listed: Vec<bool> = Vec::new();
+        for cpu in 0..n {
+            let mut err = None;
+            let mut len = 0;
+            core.shared.for_each_wake_listed(cpu, |t, _| {
+                len += 1;
+                let i = t.id.0 as usize;
+                if listed.len() <= i {
+                    listed.resize(i + 1, false);
+                }
+                let queued = seen.get(i).copied().flatten().is_some();
+                if err.is_none()
+                    && (listed[i] || queued || t.se.on_rq || t.cpu != cpu || core.tasks.get(t.id).is_some())
+                {
+                    err = Some(format!(
+                        "cpu{cpu}: wake-listed {:?} also queued, homed or listed (on_rq {}, cpu {})",
+                        t.id, t.se.on_rq, t.cpu
+                    ));
+                }
+                listed[i] = true;
+            });
+            if let Some(e) = err {
+                return Err(e);
+            }
+            if len > 0 && !core.shared.ttwu_pending(cpu) {
+                return Err(format!(
+                    "cpu{cpu}: {len} on its wake list, ttwu_pending clear"
+                ));
+            }
+        }
         for t in core.tasks.iter() {
             let queued = seen.get(t.id.0 as usize).copied().flatten().is_some();
             match t.state {

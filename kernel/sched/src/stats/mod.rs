@@ -153,6 +153,9 @@ counters!(
         nr_wakeups_local,
         /// ... placed elsewhere.
         nr_wakeups_remote,
+        /// ... of them, handed to the target's wake list (TTWU_QUEUE) and
+        /// activated by the target, not the waker.
+        ttwu_queued,
         /// wake_wide() said "spread".
         wake_wide_hits,
         /// wake_affine() invoked.
