@@ -6,7 +6,8 @@
 //! = 1 instruction, all vCPUs summed) on the default preset and runs the
 //! `latency` experiment (pipe round trips, same CPU and across CPUs) and
 //! `hackbench` threads/pipes g4 l500 under CFS and EEVDF (and EEVDF with
-//! the 52 inherited wakee flips of the Linux rig's workers), then prints one
+//! the 52 inherited wakee flips of the Linux rig's workers, with and without
+//! `IMB_PCT_117`), then prints one
 //! table. Each run is this crate's own `run` command in a child process, so
 //! the records are exactly what a user's run produces. The Linux column is
 //! the reference measured with `../shared/linux-rig` (docs/benchmarks.md); it
@@ -67,23 +68,27 @@ pub fn run() -> Result<i32> {
     std::fs::create_dir_all(&dir)?;
     let lat = run_records(&dir, "latency", &["--experiment", "latency"])?;
     let mut hb = Vec::new();
-    // The last row starts hackbench with the wakee_flips the Linux rig's
-    // shell passes on to its workers (docs/benchmarks.md, "Inherited wakee
-    // flips"), so it is the like-for-like one.
-    for (name, pick, flips) in [
-        ("cfs", "cfs", "0"),
-        ("eevdf", "eevdf", "0"),
-        ("eevdf flips=52", "eevdf", "52"),
+    // The last two rows start hackbench with the wakee_flips the Linux
+    // rig's shell passes on to its workers (docs/benchmarks.md, "Inherited
+    // wakee flips"); the last one also builds the domains with 6.x's
+    // imbalance_pct (IMB_PCT_117), the closest to the rig's Linux.
+    for (name, pick, flips, features) in [
+        ("cfs", "cfs", "0", ""),
+        ("eevdf", "eevdf", "0", ""),
+        ("eevdf flips=52", "eevdf", "52", ""),
+        ("eevdf flips=52 imb117", "eevdf", "52", "IMB_PCT_117"),
     ] {
         let flips_arg = format!("launch_wakee_flips={flips}");
         let recs = run_records(
             &dir,
-            &format!("hackbench-{pick}-flips{flips}"),
+            &format!("hackbench-{pick}-flips{flips}{}", features.to_lowercase()),
             &[
                 "--experiment",
                 "hackbench",
                 "--pick",
                 pick,
+                "--features",
+                features,
                 "--arg",
                 "groups=4",
                 "--arg",

@@ -363,7 +363,14 @@ fn wake_affine_weight_inputs_are_summed_as_compared() {
     let cpu = s.wake_up(p, 0, true, 100).cpu;
     assert!(cpu < 4, "pulled to the waker's LLC, got {cpu}");
     let st = s.stats().wake;
-    assert_eq!((st.wa_weight_tests, st.wa_weight_this), (1, 1));
+    assert_eq!(
+        (
+            st.wa_weight_tests,
+            st.wa_weight_tests_this,
+            st.wa_weight_this
+        ),
+        (1, 1, 1)
+    );
     assert_eq!(
         (st.wa_weight_tests_cross_llc, st.wa_weight_this_cross_llc),
         (1, 1)
@@ -391,7 +398,14 @@ fn wake_affine_weight_inputs_are_summed_as_compared() {
     s.core().tasks[p].se.avg.load_avg = 100;
     s.wake_up(p, 0, true, 100);
     let st = s.stats().wake;
-    assert_eq!((st.wa_weight_this, st.wa_weight_tests), (1, 0));
+    assert_eq!(
+        (
+            st.wa_weight_this,
+            st.wa_weight_tests,
+            st.wa_weight_tests_this
+        ),
+        (1, 0, 0)
+    );
 }
 
 #[test]

@@ -172,7 +172,10 @@ pub fn wake_affine_weight(
 
 /// The inputs of a `wake_affine_weight` comparison, summed in the wakeup
 /// statistics (`wa_weight_tests`, `wa_weight_sum_*`) so their means can be
-/// set next to Linux's. Read again after the test, as it read them; a test
+/// set next to Linux's. Read again after the test: the held runqueues' values
+/// are the ones it compared, another CPU's snapshot may have been republished
+/// in between (in the kernel; never in the simulator, which runs one
+/// operation at a time). A test
 /// cut short by the sync rule (the waker's load above its CPU's) or by
 /// WA_IDLER_LLC_ACROSS's "at most one task" rule compares nothing and is not
 /// counted.
@@ -200,6 +203,7 @@ fn count_weight_inputs(
     let cross = !core.topo.share_cache(this_cpu, prev_cpu);
     let w = &mut core.stats.wake;
     w.wa_weight_tests += 1;
+    w.wa_weight_tests_this += u64::from(this);
     if cross {
         w.wa_weight_tests_cross_llc += 1;
         w.wa_weight_this_cross_llc += u64::from(this);

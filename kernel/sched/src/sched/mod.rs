@@ -128,9 +128,7 @@ impl<P: SchedPolicy> Scheduler<P> {
     /// Mark a task as a per-CPU kernel thread (never balanced; its wakeups
     /// may stack on prev, select_idle_sibling step 3).
     pub fn set_percpu_kthread(&self, p: TaskId, on: bool) {
-        if let Some(mut core) = self.lock_task(p, self.shared.nr_cpus()) {
-            core.tasks[p].is_percpu_kthread = on;
-        }
+        self.update_task(p, &mut |t| t.is_percpu_kthread = on);
     }
 
     /// Sets `p`'s `wakee_flips`, with the decay stamp at `now`: the flips a
@@ -139,10 +137,21 @@ impl<P: SchedPolicy> Scheduler<P> {
     /// benchmark started from a shell inherits the shell's, and its threads
     /// inherit them in turn; the Linux rig's hackbench threads started with 52.
     pub fn set_wakee_flips(&self, p: TaskId, flips: u32, now: u64) {
-        if let Some(mut core) = self.shared.lock_task(p, self.shared.nr_cpus()) {
-            let t = &mut core.tasks[p];
+        self.update_task(p, &mut |t| {
             t.wakee_flips = flips;
             t.wakee_flip_decay_ts = now;
+        });
+    }
+
+    /// Changes a live task's fields under its runqueue lock. One call site
+    /// of `lock_task` for all such setters: in the kernel build a second
+    /// one (`set_wakee_flips` calling `Shared::lock_task` directly) cost
+    /// about 700 instructions per pipe round trip under `--icount 0` on
+    /// paths that never call it, a code-generation effect found by removing
+    /// the call (docs/kernel.md, "Wake lists: measured").
+    fn update_task(&self, p: TaskId, f: &mut dyn FnMut(&mut crate::task::Task)) {
+        if let Some(mut core) = self.lock_task(p, self.shared.nr_cpus()) {
+            f(&mut core.tasks[p]);
         }
     }
 

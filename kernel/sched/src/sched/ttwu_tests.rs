@@ -247,3 +247,24 @@ fn migrated_flag_reaches_the_enqueue() {
     assert_eq!(w0, fw, "the waker's accounting differs from the fused path");
     check(&s);
 }
+
+#[test]
+fn wake_list_is_activated_oldest_first() {
+    // Linux's flush takes the whole llist (newest first) and reverses it
+    // (llist_reverse_order in __flush_smp_call_function_queue), so queued
+    // wakeups are activated in the order they were queued.
+    let s = two_llcs(PickPolicy::Cfs, "");
+    let a = bound_sleeper(&s, 4, 0);
+    let b = bound_sleeper(&s, 4, 10_000);
+    s.wake_up_queue(a, 0, WakeFlags::default(), 20_000);
+    s.wake_up_queue(b, 0, WakeFlags::default(), 21_000);
+    assert_eq!(listed(&s, 4), [(a, false), (b, false)]);
+    let mut c = s.shared.lock(4);
+    assert_eq!(
+        c.tasks.unqueue_wake(4).map(|x| x.0),
+        Some(a),
+        "oldest first"
+    );
+    assert_eq!(c.tasks.unqueue_wake(4).map(|x| x.0), Some(b));
+    assert_eq!(c.tasks.unqueue_wake(4), None);
+}

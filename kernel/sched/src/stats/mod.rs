@@ -172,6 +172,10 @@ counters!(
         /// of the comparison (Linux's side: docs/benchmarks.md, the rig's
         /// kprobes on `select_task_rq_fair` and `task_h_load`).
         wa_weight_tests,
+        /// ... of them, decided for this_cpu (so `wa_weight_tests_this /
+        /// wa_weight_tests` is the comparison's "this CPU" share;
+        /// `wa_weight_this` also counts the sync rule's early answers).
+        wa_weight_tests_this,
         /// ... of them, prev_cpu and this_cpu in different LLCs.
         wa_weight_tests_cross_llc,
         /// ... of those, decided for this_cpu.
