@@ -5,6 +5,7 @@
 
 use crate::config::PickPolicy;
 use crate::pelt::decay_load;
+use crate::placement::WakeFlags;
 use crate::task::TaskPolicy;
 use crate::testutil::{sched, spec};
 use crate::{CpuId, TaskId};
@@ -20,7 +21,7 @@ impl Lcg {
     }
 }
 
-fn run(pick: PickPolicy, seed: u64) -> (u64, u64, u64) {
+fn run(pick: PickPolicy, seed: u64, queue: bool) -> (u64, u64, u64, u64) {
     let s = sched(&spec(2, 2, 2, 2), pick, "");
     let ncpu = 8;
     let mut now = 1_000_000u64;
@@ -54,8 +55,15 @@ fn run(pick: PickPolicy, seed: u64) -> (u64, u64, u64) {
         } else if !sleeping.is_empty() && sleeping.len() > 10 {
             let i = rng.next(sleeping.len() as u64) as usize;
             let p = sleeping.swap_remove(i);
-            let r = s.wake_up(p, c, true, now);
+            let r = if queue {
+                // TTWU_QUEUE: placement and load removal on the waker,
+                // attach on the target when it drains its wake list.
+                s.wake_up_queue(p, c, WakeFlags::SYNC, now)
+            } else {
+                s.wake_up(p, c, true, now)
+            };
             for &t in r.resched.iter() {
+                s.sched_ttwu_pending(t, now);
                 s.schedule(t, now);
             }
         } else if s.current(c).is_none() {
@@ -66,6 +74,7 @@ fn run(pick: PickPolicy, seed: u64) -> (u64, u64, u64) {
     for c in 0..ncpu {
         s.tick(c, now);
     }
+    let queued = s.stats().wake.ttwu_queued;
     let core = s.core();
     let mut rq_sum = 0;
     for c in 0..ncpu {
@@ -87,24 +96,36 @@ fn run(pick: PickPolicy, seed: u64) -> (u64, u64, u64) {
             decay_load(a.load_avg, periods)
         };
     }
-    (rq_sum, se_sum, detached)
+    (rq_sum, se_sum, detached, queued)
 }
 
 #[test]
 fn runqueue_load_is_the_sum_of_its_entities_after_many_migrations() {
-    for pick in [PickPolicy::Cfs, PickPolicy::Eevdf] {
+    for (pick, queue) in [
+        (PickPolicy::Cfs, false),
+        (PickPolicy::Eevdf, false),
+        (PickPolicy::Eevdf, true),
+    ] {
         for seed in 1..4 {
-            let (rq, se, det) = run(pick, seed);
-            assert_eq!(det, 0, "{pick:?} seed {seed}: a task left detached");
+            let (rq, se, det, queued) = run(pick, seed, queue);
+            assert_eq!(
+                queued > 0,
+                queue,
+                "{pick:?} seed {seed}: {queued} wake-list wakeups"
+            );
+            assert_eq!(
+                det, 0,
+                "{pick:?} queue {queue} seed {seed}: a task left detached"
+            );
             // The queue's sum and the entities' are updated at different
             // instants and rounded differently; they must agree within 5 %.
             assert!(
                 se > 10_000,
-                "{pick:?} seed {seed}: too little load to test ({se})"
+                "{pick:?} queue {queue} seed {seed}: too little load to test ({se})"
             );
             assert!(
                 rq.abs_diff(se) * 20 <= se,
-                "{pick:?} seed {seed}: runqueues {rq} vs entities {se}"
+                "{pick:?} queue {queue} seed {seed}: runqueues {rq} vs entities {se}"
             );
         }
     }

@@ -138,28 +138,54 @@ pub fn wake_affine_weight(
     prev_cpu: CpuId,
     sync: bool,
 ) -> Option<CpuId> {
+    wake_affine_weight_inputs(core, imbalance_pct, p, this_cpu, prev_cpu, sync).0
+}
+
+/// The four loads a `wake_affine_weight` comparison read.
+#[derive(Clone, Copy)]
+struct WeightInputs {
+    this_load: u64,
+    current_load: u64,
+    task_load: u64,
+    prev_load: u64,
+}
+
+/// [`wake_affine_weight`] and, when it compared the loads, what it compared
+/// (None when a sync rule answered before: the waker's load above its CPU's,
+/// or WA_IDLER_LLC_ACROSS's "at most one task").
+fn wake_affine_weight_inputs(
+    core: &SchedCore,
+    imbalance_pct: u32,
+    p: TaskId,
+    this_cpu: CpuId,
+    prev_cpu: CpuId,
+    sync: bool,
+) -> (Option<CpuId>, Option<WeightInputs>) {
     let bias = core.cfg.features.has(Feat::WaBias);
     // Seed 001 (Srikar v3 5/8): the sync rule moved here from
     // wake_affine_idle, as "the waker's CPU runs at most one task".
     if sync && core.cfg.features.has(Feat::WaIdlerLlcAcross) && core.nr_running(this_cpu) <= 1 {
-        return Some(this_cpu);
+        return (Some(this_cpu), None);
     }
-    let mut this_eff = core.cpu_load(this_cpu) as i128;
+    let this_load = core.cpu_load(this_cpu);
+    let mut this_eff = this_load as i128;
+    let mut current_load = 0;
     if sync && let Some(cur) = core.rqs[this_cpu].curr {
-        let current_load = core.task_h_load(cur) as i128;
-        if current_load > this_eff {
-            return Some(this_cpu);
+        current_load = core.task_h_load(cur);
+        if current_load as i128 > this_eff {
+            return (Some(this_cpu), None);
         }
-        this_eff -= current_load;
+        this_eff -= current_load as i128;
     }
-    let task_load = core.task_h_load(p) as i128;
-    this_eff += task_load;
+    let task_load = core.task_h_load(p);
+    this_eff += task_load as i128;
     if bias {
         this_eff *= 100;
     }
     this_eff *= core.capacity_of(prev_cpu) as i128;
 
-    let mut prev_eff = core.cpu_load(prev_cpu) as i128 - task_load;
+    let prev_load = core.cpu_load(prev_cpu);
+    let mut prev_eff = prev_load as i128 - task_load as i128;
     if bias {
         prev_eff *= 100 + (i128::from(imbalance_pct) - 100) / 2;
     }
@@ -167,39 +193,26 @@ pub fn wake_affine_weight(
     if sync {
         prev_eff += 1;
     }
-    (this_eff < prev_eff).then_some(this_cpu)
+    let inputs = WeightInputs {
+        this_load,
+        current_load,
+        task_load,
+        prev_load,
+    };
+    ((this_eff < prev_eff).then_some(this_cpu), Some(inputs))
 }
 
-/// The inputs of a `wake_affine_weight` comparison, summed in the wakeup
-/// statistics (`wa_weight_tests`, `wa_weight_sum_*`) so their means can be
-/// set next to Linux's. Read again after the test: the held runqueues' values
-/// are the ones it compared, another CPU's snapshot may have been republished
-/// in between (in the kernel; never in the simulator, which runs one
-/// operation at a time). A test
-/// cut short by the sync rule (the waker's load above its CPU's) or by
-/// WA_IDLER_LLC_ACROSS's "at most one task" rule compares nothing and is not
-/// counted.
+/// Sums a compared `wake_affine_weight`'s inputs in the wakeup statistics
+/// (`wa_weight_tests`, `wa_weight_sum_*`) so their means can be set next to
+/// Linux's. The inputs are the values the rule compared (returned by it, not
+/// read again).
 fn count_weight_inputs(
     core: &mut SchedCore,
-    p: TaskId,
+    inputs: WeightInputs,
     this_cpu: CpuId,
     prev_cpu: CpuId,
-    sync: bool,
     this: bool,
 ) {
-    if sync && core.cfg.features.has(Feat::WaIdlerLlcAcross) && core.nr_running(this_cpu) <= 1 {
-        return;
-    }
-    let this_load = core.cpu_load(this_cpu);
-    let current_load = match core.rqs[this_cpu].curr {
-        Some(cur) if sync => core.task_h_load(cur),
-        _ => 0,
-    };
-    if current_load > this_load {
-        return;
-    }
-    let task_load = core.task_h_load(p);
-    let prev_load = core.cpu_load(prev_cpu);
     let cross = !core.topo.share_cache(this_cpu, prev_cpu);
     let w = &mut core.stats.wake;
     w.wa_weight_tests += 1;
@@ -208,10 +221,10 @@ fn count_weight_inputs(
         w.wa_weight_tests_cross_llc += 1;
         w.wa_weight_this_cross_llc += u64::from(this);
     }
-    w.wa_weight_sum_this_load += this_load;
-    w.wa_weight_sum_current_load += current_load;
-    w.wa_weight_sum_task_load += task_load;
-    w.wa_weight_sum_prev_load += prev_load;
+    w.wa_weight_sum_this_load += inputs.this_load;
+    w.wa_weight_sum_current_load += inputs.current_load;
+    w.wa_weight_sum_task_load += inputs.task_load;
+    w.wa_weight_sum_prev_load += inputs.prev_load;
 }
 
 /// Seed 001, Srikar v3 5/8 "sched/fair: Use affine_idler_llc for wakeups
@@ -361,11 +374,14 @@ pub fn wake_affine_idle_flag(
     }
     if f.has(Feat::WaWeight) && target.is_none() {
         let pct = core.topo.sd(this_cpu)[sd_level].imbalance_pct;
-        target = wake_affine_weight(core, pct, p, this_cpu, prev_cpu, sync);
+        let inputs;
+        (target, inputs) = wake_affine_weight_inputs(core, pct, p, this_cpu, prev_cpu, sync);
         if target.is_some() {
             core.stats.wake.wa_weight_this += 1;
         }
-        count_weight_inputs(core, p, this_cpu, prev_cpu, sync, target.is_some());
+        if let Some(inputs) = inputs {
+            count_weight_inputs(core, inputs, this_cpu, prev_cpu, target.is_some());
+        }
     }
     core.stats.wake.wake_affine_attempts += 1;
     core.tasks[p].stats.nr_wakeups_affine_attempts += 1;
