@@ -86,8 +86,9 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
         Err(msg) => fail("acpi", &msg),
     };
     print_banner(&mem, &acpi, &cfg, boot_info);
-    // The switches are checked in full by start_scheduler; the domains need
-    // the one that selects their construction rules (IMB_PCT_117) now.
+    // Parsed before the machine comes up: the domains need the switch that
+    // selects their construction rules (IMB_PCT_117); the scheduler gets
+    // the same set (start_scheduler).
     let features = match sched::Features::parse(&cfg.features) {
         Ok(f) => f,
         Err(e) => fail(
@@ -135,7 +136,7 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
             "periodic"
         },
     );
-    start_scheduler(&machine, &cfg);
+    start_scheduler(&machine, &cfg, features);
     let (experiment, args) = (cfg.experiment.clone(), cfg.args.clone());
     let machine: &'static machine::Machine =
         alloc::boxed::Box::leak(alloc::boxed::Box::new(machine));
@@ -156,20 +157,15 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
 
 /// Creates the scheduler core for this machine with the run's policy and
 /// switches, and lets every CPU enter the idle loop.
-fn start_scheduler(m: &machine::Machine, cfg: &BootConfig) {
+fn start_scheduler(m: &machine::Machine, cfg: &BootConfig, features: sched::Features) {
     use sched::SchedPolicy;
     let nr = m.topology.nr_cpus();
     let pick = match sched::PickPolicy::parse(&cfg.pick) {
         Ok(p) => p,
         Err(e) => fail("config", &e),
     };
-    let mut sc = match sched::SchedConfig::new(nr, pick).with_features(&cfg.features) {
-        Ok(sc) => sc,
-        Err(e) => fail(
-            "config",
-            &alloc::format!("features '{}': {e}", cfg.features),
-        ),
-    };
+    let mut sc = sched::SchedConfig::new(nr, pick);
+    sc.features = features;
     sc.tunables.tick_ns = 1_000_000_000 / cfg.hz as u64;
     let policy = match sched::policies::by_name(&cfg.policy) {
         Ok(p) => p,

@@ -342,6 +342,21 @@ fn bound_task_wakes_on_its_cpu_and_is_never_balanced_away() {
     assert_eq!(s.task(p).cpu, 3, "balancer moved a bound task");
 }
 
+/// The weight-test scenario: p slept on cpu4, which is busy; the waker runs
+/// on cpu0 with a second task queued (neither idle rule decides); cpu0's
+/// load is `this_load`, cpu4's 2000, the waker's 1024, p's 100. Returns p.
+fn weight_test_setup(s: &mut Scheduler, this_load: u64) -> crate::task::TaskId {
+    let p = sleeper_on(s, 4, 10);
+    let w = run_on(s, 0, 20);
+    s.wake_up_new_task_on(None, 0, 0, TaskPolicy::Normal, 30);
+    run_on(s, 4, 40);
+    set_load(s, 0, this_load, this_load);
+    set_load(s, 4, 2000, 2000);
+    s.core().tasks[w].se.avg.load_avg = 1024;
+    s.core().tasks[p].se.avg.load_avg = 100;
+    p
+}
+
 #[test]
 fn wake_affine_weight_inputs_are_summed_as_compared() {
     // Two LLCs of 4 CPUs, one node (the level spanning both: imbalance_pct
@@ -352,14 +367,7 @@ fn wake_affine_weight_inputs_are_summed_as_compared() {
     // (2000 - 100) * 112 + 1 = 212,801 -> this_cpu. The sums get the four
     // loads the rule read, and the test counts as a cross-LLC "this".
     let mut s = sched(&spec(2, 4, 1, 1), PickPolicy::Cfs, "");
-    let p = sleeper_on(&mut s, 4, 10);
-    let w = run_on(&mut s, 0, 20);
-    s.wake_up_new_task_on(None, 0, 0, TaskPolicy::Normal, 30);
-    run_on(&mut s, 4, 40);
-    set_load(&mut s, 0, 3000, 3000);
-    set_load(&mut s, 4, 2000, 2000);
-    s.core().tasks[w].se.avg.load_avg = 1024;
-    s.core().tasks[p].se.avg.load_avg = 100;
+    let p = weight_test_setup(&mut s, 3000);
     let cpu = s.wake_up(p, 0, true, 100).cpu;
     assert!(cpu < 4, "pulled to the waker's LLC, got {cpu}");
     let st = s.stats().wake;
@@ -388,14 +396,7 @@ fn wake_affine_weight_inputs_are_summed_as_compared() {
     // The waker's own load above its CPU's: wake_affine_weight returns
     // this_cpu before comparing anything, so nothing is summed.
     let mut s = sched(&spec(2, 4, 1, 1), PickPolicy::Cfs, "");
-    let p = sleeper_on(&mut s, 4, 10);
-    let w = run_on(&mut s, 0, 20);
-    s.wake_up_new_task_on(None, 0, 0, TaskPolicy::Normal, 30);
-    run_on(&mut s, 4, 40);
-    set_load(&mut s, 0, 500, 500);
-    set_load(&mut s, 4, 2000, 2000);
-    s.core().tasks[w].se.avg.load_avg = 1024;
-    s.core().tasks[p].se.avg.load_avg = 100;
+    let p = weight_test_setup(&mut s, 500);
     s.wake_up(p, 0, true, 100);
     let st = s.stats().wake;
     assert_eq!(
@@ -427,14 +428,7 @@ fn imb_pct_117_sets_linux_6_bias_in_the_cross_node_weight_test() {
         assert_eq!((top.name, top.imbalance_pct), ("NUMA", pct), "{f}");
         assert_eq!(st.sd(0)[0].imbalance_pct, 117, "{f}: MC keeps 117");
         let mut s = Scheduler::new(st, cfg);
-        let p = sleeper_on(&mut s, 4, 10);
-        let w = run_on(&mut s, 0, 20);
-        s.wake_up_new_task_on(None, 0, 0, TaskPolicy::Normal, 30);
-        run_on(&mut s, 4, 40);
-        set_load(&mut s, 0, 3000, 3000);
-        set_load(&mut s, 4, 2000, 2000);
-        s.core().tasks[w].se.avg.load_avg = 1024;
-        s.core().tasks[p].se.avg.load_avg = 100;
+        let p = weight_test_setup(&mut s, 3000);
         let cpu = s.wake_up(p, 0, true, 100).cpu;
         assert_eq!(cpu < 4, pulled, "{f}: woken on cpu{cpu}");
     }
