@@ -14,7 +14,7 @@ use crate::placement::WakeFlags;
 use crate::sched::{Scheduler, Start};
 use crate::sim::InvariantChecker;
 use crate::task::{TaskId, TaskPolicy, TaskState, Tasks};
-use crate::testutil::{sched, spec};
+use crate::testutil::{load_sums_at_queue_clocks, sched, spec};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
@@ -147,15 +147,17 @@ fn run(pick: PickPolicy, features: &str, steps: usize) {
         sh.s.tick(cpu, now + 1);
     }
     let core = sh.s.core();
-    let rq_load: u64 = (0..n).map(|c| core.rqs[c].cfs.avg.load_avg).sum();
-    let se_load: u64 = core.tasks.iter().map(|t| t.se.avg.load_avg).sum();
     // Load conservation through concurrent wakeups, migrations (removed
     // load queued for an unheld runqueue) and exits: every task is runnable
-    // now, so the runqueues' load_avg is the sum of the tasks' (updated at
-    // different instants: within 5 %).
+    // now, and each is brought to its runqueue's clock before the sums are
+    // compared (unprojected, the waiting tasks' stored averages lag their
+    // queue's and the comparison failed by 10 % in CI). Within 2 %, the
+    // rounding drift of the sequential test in pelt/conservation_tests.rs.
+    let (rq_load, se_load, detached) = load_sums_at_queue_clocks(&core);
+    assert_eq!(detached, 0, "a task left detached");
     assert!(se_load > 10_000, "too little load to compare: {se_load}");
     assert!(
-        rq_load.abs_diff(se_load) * 20 <= se_load,
+        rq_load.abs_diff(se_load) * 50 <= se_load,
         "runqueues' load {rq_load} vs the tasks' {se_load}"
     );
     let alive: Vec<TaskId> = core.tasks.iter().map(|t| t.id).collect();

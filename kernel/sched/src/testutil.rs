@@ -61,3 +61,35 @@ pub fn set_load(s: &mut Scheduler, cpu: CpuId, blocked_incl: u64, runnable: u64)
 pub fn two_sockets(features: &str) -> Scheduler {
     sched(&spec(2, 4, 1, 1), PickPolicy::Cfs, features)
 }
+
+/// Load conservation at one instant per runqueue: `(Σ cfs_rq.avg.load_avg,
+/// Σ se.avg.load_avg)` with every entity first brought, on a copy, to its
+/// runqueue's `last_update_time` by `__update_load_avg_se` (queued entities
+/// accumulate, sleeping ones decay). A stored entity average is only as
+/// recent as its last update, while the queue's sum has moved on; compared
+/// unprojected, a queue full of waiting runnable tasks reads higher.
+/// Detached entities (`last_update_time == 0`) are counted in the third field.
+pub fn load_sums_at_queue_clocks(core: &crate::core::SchedCore<'_>) -> (u64, u64, u64) {
+    let n = core.topo.nr_cpus;
+    let rq_sum = (0..n).map(|c| core.rqs[c].cfs.avg.load_avg).sum();
+    let mut se_sum = 0;
+    let mut detached = 0;
+    for t in core.tasks.iter() {
+        if t.se.avg.last_update_time == 0 {
+            detached += 1;
+            continue;
+        }
+        let cfs = &core.rqs[t.cpu].cfs;
+        let mut a = t.se.avg;
+        let running = cfs.curr == Some(t.id);
+        crate::pelt::update_entity_load_avg(
+            &mut a,
+            cfs.avg.last_update_time,
+            t.se.load.weight,
+            t.se.on_rq,
+            running,
+        );
+        se_sum += a.load_avg;
+    }
+    (rq_sum, se_sum, detached)
+}

@@ -4,10 +4,9 @@
 //! moves an entity's average out with `removed` and in with `attach`).
 
 use crate::config::PickPolicy;
-use crate::pelt::decay_load;
 use crate::placement::WakeFlags;
 use crate::task::TaskPolicy;
-use crate::testutil::{sched, spec};
+use crate::testutil::{load_sums_at_queue_clocks, sched, spec};
 use crate::{CpuId, TaskId};
 
 struct Lcg(u64);
@@ -75,27 +74,7 @@ fn run(pick: PickPolicy, seed: u64, queue: bool) -> (u64, u64, u64, u64) {
         s.tick(c, now);
     }
     let queued = s.stats().wake.ttwu_queued;
-    let core = s.core();
-    let mut rq_sum = 0;
-    for c in 0..ncpu {
-        rq_sum += core.rqs[c].cfs.avg.load_avg;
-    }
-    let mut se_sum = 0;
-    let mut detached = 0;
-    for &p in &tasks {
-        let t = &core.tasks[p];
-        let a = &t.se.avg;
-        if a.last_update_time == 0 {
-            detached += 1;
-            continue;
-        }
-        let periods = now.saturating_sub(a.last_update_time) / 1024 / 1024;
-        se_sum += if t.se.on_rq {
-            a.load_avg
-        } else {
-            decay_load(a.load_avg, periods)
-        };
-    }
+    let (rq_sum, se_sum, detached) = load_sums_at_queue_clocks(&s.core());
     (rq_sum, se_sum, detached, queued)
 }
 
@@ -117,14 +96,17 @@ fn runqueue_load_is_the_sum_of_its_entities_after_many_migrations() {
                 det, 0,
                 "{pick:?} queue {queue} seed {seed}: a task left detached"
             );
-            // The queue's sum and the entities' are updated at different
-            // instants and rounded differently; they must agree within 5 %.
+            // Brought to the same instant, the queue's sum and the
+            // entities' differ by rounding: every update floors, and a
+            // removal keeps the queue's load_sum at least load_avg x
+            // PELT_MIN_DIVIDER, as Linux does, so the queue drifts high
+            // (0.4-1.4 % in these runs). Within 2 %.
             assert!(
                 se > 10_000,
                 "{pick:?} queue {queue} seed {seed}: too little load to test ({se})"
             );
             assert!(
-                rq.abs_diff(se) * 20 <= se,
+                rq.abs_diff(se) * 50 <= se,
                 "{pick:?} queue {queue} seed {seed}: runqueues {rq} vs entities {se}"
             );
         }
