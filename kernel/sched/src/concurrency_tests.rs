@@ -414,3 +414,140 @@ fn kernel_protocol(queue: bool) {
         .check(&core)
         .unwrap_or_else(|e| panic!("invariant broken after the kernel-protocol run: {e}"));
 }
+
+/// The wake list's one delicate step, hammered: CPUs 0 and 1 drain their
+/// lists (`sched_ttwu_pending`, which clears `ttwu_pending` once it finds
+/// the list empty) in a loop while a CPU of the other socket pushes wakeups
+/// onto them (`__ttwu_queue_wakelist`, which sets the flag). A push that
+/// lands between a drainer's last pop and its clear must keep the flag set,
+/// or the task waits on a list nobody drains: a drainer only looks when the
+/// flag is set, as the kernel's IPI handler and idle loop do. For the push
+/// not to hold the target's runqueue lock, the task must sleep elsewhere:
+/// each task, once blocked, is re-bound to the other drainer (like
+/// `sched_setaffinity` on a sleeping task), so its waker locks only the
+/// task's previous CPU. The pusher waits for each wakeup to be activated
+/// (no later push may rescue a lost one): a lost flag is a stuck task,
+/// reported after 2 s.
+#[test]
+fn a_push_racing_the_drain_keeps_ttwu_pending_set() {
+    use std::sync::atomic::AtomicBool;
+    let s = Arc::new(sched(&spec(2, 4, 1, 2), PickPolicy::Eevdf, ""));
+    // The pusher's CPU shares neither drainer's LLC: every wakeup is queued.
+    let pusher_cpu = 4;
+    assert!(!s.core().topo.share_cache(0, pusher_cpu));
+    assert!(!s.core().topo.share_cache(1, pusher_cpu));
+    let mut now = 1_000_000;
+    let sleepers = Arc::new(Mutex::new(Vec::new()));
+    let mut tasks = Vec::new();
+    for cpu in [0, 1] {
+        for _ in 0..4 {
+            let p = s
+                .wake_up_new_task_bound(None, cpu, 0, TaskPolicy::Normal, now)
+                .task;
+            tasks.push(p);
+        }
+        // Put each to sleep on its CPU, bound to the other drainer.
+        for _ in 0..4 {
+            now += 1_000;
+            s.schedule(cpu, now);
+            let (p, _) = s.block_and_schedule(cpu, now);
+            s.shared.lock(cpu).tasks[p].bound_cpu = Some(1 - cpu);
+            sleepers.lock().unwrap().push(p);
+        }
+    }
+    assert_eq!(sleepers.lock().unwrap().len(), tasks.len());
+    let clock = Arc::new(AtomicU64::new(now));
+    let stop = Arc::new(AtomicBool::new(false));
+    const PUSHES: u64 = 20_000;
+    let pusher = {
+        let (s, sleepers, clock) = (Arc::clone(&s), Arc::clone(&sleepers), Arc::clone(&clock));
+        std::thread::spawn(move || {
+            let mut pushed = 0;
+            while pushed < PUSHES {
+                let Some(p) = sleepers.lock().unwrap().pop() else {
+                    std::thread::yield_now();
+                    continue;
+                };
+                let now = clock.fetch_add(100, Relaxed);
+                s.wake_up_queue(p, pusher_cpu, WakeFlags::default(), now);
+                pushed += 1;
+                let start = std::time::Instant::now();
+                while s.shared.wake_listed(p).is_some() {
+                    assert!(
+                        start.elapsed() < std::time::Duration::from_secs(2),
+                        "push {pushed}: {p:?} stuck on a wake list, ttwu_pending {} {}",
+                        s.shared.ttwu_pending(0),
+                        s.shared.ttwu_pending(1)
+                    );
+                    std::hint::spin_loop();
+                }
+            }
+            pushed
+        })
+    };
+    let drainers: Vec<_> = [0, 1]
+        .into_iter()
+        .map(|cpu| {
+            let (s, sleepers, clock, stop) = (
+                Arc::clone(&s),
+                Arc::clone(&sleepers),
+                Arc::clone(&clock),
+                Arc::clone(&stop),
+            );
+            std::thread::spawn(move || {
+                while !stop.load(Relaxed) {
+                    let now = clock.fetch_add(100, Relaxed);
+                    s.sched_ttwu_pending(cpu, now);
+                    if s.current(cpu).is_none() {
+                        s.schedule(cpu, now);
+                    }
+                    if s.current(cpu).is_some() {
+                        let (p, _) = s.block_and_schedule(cpu, now);
+                        // Re-bound under this CPU's lock alone: no other
+                        // CPU is held up.
+                        s.shared.lock(cpu).tasks[p].bound_cpu = Some(1 - cpu);
+                        sleepers.lock().unwrap().push(p);
+                    }
+                }
+            })
+        })
+        .collect();
+    let pushed = pusher.join().expect("the pushing CPU panicked");
+    stop.store(true, Relaxed);
+    for d in drainers {
+        d.join().expect("a draining CPU panicked");
+    }
+    let now = clock.fetch_add(1_000_000, Relaxed);
+    for cpu in [0, 1] {
+        s.sched_ttwu_pending(cpu, now);
+    }
+    let queued = s.stats().wake.ttwu_queued;
+    let core = s.core();
+    for cpu in [0, 1] {
+        assert_eq!(core.shared.wake_list_len(cpu), 0, "cpu{cpu}: a wakeup left");
+        assert!(
+            !core.shared.ttwu_pending(cpu),
+            "cpu{cpu}: ttwu_pending left set"
+        );
+    }
+    assert_eq!(queued, pushed, "every push went through a wake list");
+    let migrated = core.tasks.iter().map(|t| t.se.nr_migrations).sum::<u64>();
+    assert!(
+        migrated >= pushed,
+        "{migrated} migrations for {pushed} pushes"
+    );
+    let asleep = sleepers.lock().unwrap().len();
+    let awake = core
+        .tasks
+        .iter()
+        .filter(|t| t.state != TaskState::Sleeping)
+        .count();
+    assert_eq!(
+        asleep + awake,
+        tasks.len(),
+        "a task neither asleep nor woken"
+    );
+    InvariantChecker::default()
+        .check(&core)
+        .unwrap_or_else(|e| panic!("invariant broken after the race: {e}"));
+}

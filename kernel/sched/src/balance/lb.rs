@@ -179,11 +179,34 @@ pub fn detach_tasks(
     moved
 }
 
-/// `need_active_balance()` (5.10 rule: repeated failures at this domain).
+/// `need_active_balance()`. The asym-packing, reduced-capacity and misfit
+/// cases cannot arise on the symmetric, RT-free machines modelled here, so
+/// what is left is the failure rule: `nr_balance_failed > cache_nice_tries
+/// + 2` at this domain, for any migration type (5.10), or, with
+/// `IMBALANCED_ACTIVE_BALANCE`, only when the imbalance is counted in tasks
+/// (`imbalanced_active_balance()`, v5.13 "sched/fair: Reduce cases for
+/// active balance": an overloaded group has a waiting task that
+/// `detach_tasks` ends up taking once the failures lower its threshold).
+/// Newly idle passes do not raise the count but may act on it, as in Linux.
 pub fn need_active_balance(core: &SchedCore, env: &LbEnv) -> bool {
     let failed = core.rqs[env.dst_cpu].sd[env.level].nr_balance_failed;
     let tries = core.topo.sd(env.dst_cpu)[env.level].cache_nice_tries;
-    env.idle != CpuIdleType::NewlyIdle && failed > tries + 2
+    if core.cfg.features.has(Feat::ImbalancedActiveBalance)
+        && env.migration_type != MigrationType::Task
+    {
+        return false;
+    }
+    failed > tries + 2
+}
+
+/// May the task running on `src` move to `dst` (Linux tests
+/// `busiest->curr->cpus_ptr` before kicking the stopper)? An idle `src`
+/// runs its idle task, which is pinned.
+fn curr_may_move(core: &SchedCore, src: CpuId, dst: CpuId) -> bool {
+    core.rqs[src].curr.is_some_and(|p| {
+        let t = &core.tasks[p];
+        !t.is_percpu_kthread && t.bound_cpu.is_none_or(|c| c == dst)
+    })
 }
 
 /// `sched_balance_rq()` / `load_balance()` of `dst` at domain `level`, with
@@ -261,7 +284,22 @@ fn load_balance_one(
             }
             let mut active = false;
             if need_active_balance(core, &env) {
-                if core.rqs[src].nr_running() > 1 && core.rqs[src].active_balance.is_none() {
+                if !curr_may_move(core, src, dst) {
+                    // out_one_pinned: no kick, no interval reset; back off
+                    // as when balanced, but keep the failure count.
+                    if idle != CpuIdleType::NewlyIdle {
+                        let max = u64::from(core.topo.sd(dst)[level].max_interval_ms);
+                        let st = &mut core.rqs[dst].sd[level];
+                        if st.balance_interval_ms < max {
+                            st.balance_interval_ms *= 2;
+                        }
+                    }
+                    core.unlock(src);
+                    return res;
+                }
+                // The stopper preempts whatever runs on src, so even a lone
+                // running task is moved (active_load_balance_cpu_stop).
+                if core.rqs[src].active_balance.is_none() {
                     core.rqs[src].active_balance = Some(dst);
                     core.stats.lb.alb_count += 1;
                     core.resched_curr(src);
@@ -301,7 +339,10 @@ pub fn active_load_balance_cpu_stop(
     target: CpuId,
     now: u64,
 ) -> Option<Migration> {
-    if core.rqs[busiest].nr_running() <= 1 || busiest == target {
+    // Linux's `busiest_rq->nr_running <= 1` counts the running stopper;
+    // here the stopper is this schedule() with curr put back, so any fair
+    // task left on the queue is one to move.
+    if core.rqs[busiest].nr_running() == 0 || busiest == target {
         core.stats.lb.alb_failed += 1;
         return None;
     }
@@ -322,7 +363,7 @@ pub fn active_load_balance_cpu_stop(
     core.update_rq_clock(busiest, now);
     // Taking the target's lock may have dropped busiest's for a moment:
     // another balancer can have pulled from it meanwhile.
-    if core.lock_also(target) && core.rqs[busiest].nr_running() <= 1 {
+    if core.lock_also(target) && core.rqs[busiest].nr_running() == 0 {
         core.unlock(target);
         core.stats.lb.alb_failed += 1;
         return None;
@@ -332,6 +373,8 @@ pub fn active_load_balance_cpu_stop(
     for &(_, p) in &lru {
         if core.rqs[busiest].curr != Some(p) && can_migrate_task(core, &env, p, true) {
             core.stats.lb.alb_pushed += 1;
+            // Active balancing done: the target's domain forgets its failures.
+            core.rqs[target].sd[level].nr_balance_failed = 0;
             pushed = Some(core.move_queued_task(p, target, MigrationReason::Active, now));
             break;
         }

@@ -412,3 +412,107 @@ fn task_hot_rules() {
         "older than migration_cost"
     );
 }
+
+/// Linux's rule (`sched_balance_rq` / `load_balance`): an idle core's CPU
+/// that finds the busiest queue running a single task cannot detach it
+/// (`detach_tasks` needs `nr_running > 1`), counts a failure per periodic
+/// pass, and once `nr_balance_failed > cache_nice_tries + 2` (MC:
+/// cache_nice_tries = 1, so on the 4th failure) kicks the stopper, which
+/// moves the lone task (the stopper is what runs then, so the task is
+/// queued, not current). Two tasks on the SMT siblings of core 0 with core 1
+/// idle: the MC balance of CPU 2 must spread them.
+#[test]
+fn active_balance_moves_a_lone_task_off_a_busy_core() {
+    let mut s = sched(&spec(1, 2, 2, 1), PickPolicy::Cfs, "");
+    let (a, b) = {
+        let c = s.core();
+        let smt = &c.topo.sd(0)[0];
+        assert_eq!(smt.name, "SMT");
+        let sib = smt.span.iter().find(|&c| c != 0).unwrap();
+        (0, sib)
+    };
+    let other = (0..4)
+        .find(|&c| !s.core().topo.sd(0)[0].span.contains(c))
+        .unwrap();
+    let ta = queue_on(&mut s, a, 1, 1000)[0];
+    let tb = queue_on(&mut s, b, 1, 1000)[0];
+    let mc = s
+        .core()
+        .topo
+        .sd(other)
+        .iter()
+        .position(|d| d.name == "MC")
+        .unwrap();
+    let mut now = 2_000_000;
+    for pass in 1..=3 {
+        let r = load_balance(&mut s.core(), other, mc, CpuIdleType::Idle, now);
+        assert!(r.moved.is_empty());
+        assert_eq!(s.stats().lb.alb_count, 0, "pass {pass}: no kick yet");
+        assert_eq!(s.core().rqs[other].sd[mc].nr_balance_failed, pass);
+        now += 1_000_000;
+    }
+    load_balance(&mut s.core(), other, mc, CpuIdleType::Idle, now);
+    assert_eq!(s.stats().lb.alb_count, 1, "{:?}", s.stats().lb);
+    let busiest = [a, b]
+        .into_iter()
+        .find(|&c| s.core().rqs[c].active_balance == Some(other))
+        .expect("one of the siblings is kicked");
+    assert!(s.need_resched(busiest));
+    let sw = s.schedule(busiest, now + 1000);
+    assert_eq!(sw.migrations.len(), 1);
+    let moved = sw.migrations[0];
+    assert_eq!((moved.from, moved.to), (busiest, other));
+    assert_eq!(moved.reason, MigrationReason::Active);
+    assert!([ta, tb].contains(&moved.task));
+    assert_eq!(sw.next, None, "the kicked sibling is left idle");
+    assert_eq!(s.core().rqs[other].nr_running(), 1);
+    assert_eq!(s.stats().lb.alb_pushed, 1);
+    assert_eq!(
+        s.core().rqs[other].sd[mc].nr_balance_failed,
+        0,
+        "a push resets the failure count"
+    );
+}
+
+/// `need_active_balance`'s failure rule: `nr_balance_failed >
+/// cache_nice_tries + 2` (MC: cache_nice_tries = 1, so from 4 failures), for
+/// any migration type in 5.10, only for `migrate_task` with
+/// IMBALANCED_ACTIVE_BALANCE (5.13+), and for newly idle passes too.
+#[test]
+fn imbalanced_active_balance_needs_a_task_imbalance() {
+    use super::lb::need_active_balance;
+    for (features, load_kicks) in [("", true), ("IMBALANCED_ACTIVE_BALANCE", false)] {
+        let s = sched(&spec(1, 2, 1, 1), PickPolicy::Cfs, features);
+        let mut core = s.core();
+        assert_eq!(core.topo.sd(1)[0].cache_nice_tries, 1);
+        for idle in [
+            CpuIdleType::NotIdle,
+            CpuIdleType::Idle,
+            CpuIdleType::NewlyIdle,
+        ] {
+            for (ty, kicks_at_4) in [
+                (MigrationType::Task, true),
+                (MigrationType::Load, load_kicks),
+                (MigrationType::Util, load_kicks),
+            ] {
+                let env = LbEnv {
+                    dst_cpu: 1,
+                    level: 0,
+                    idle,
+                    src_cpu: 0,
+                    imbalance: 1,
+                    migration_type: ty,
+                    loop_max: 32,
+                };
+                for (failed, want) in [(0, false), (3, false), (4, kicks_at_4), (9, kicks_at_4)] {
+                    core.rqs[1].sd[0].nr_balance_failed = failed;
+                    assert_eq!(
+                        need_active_balance(&core, &env),
+                        want,
+                        "{features:?} {idle:?} {ty:?} failed={failed}"
+                    );
+                }
+            }
+        }
+    }
+}

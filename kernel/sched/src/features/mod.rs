@@ -99,6 +99,8 @@ pub enum Feat {
     TtwuQueue,
     /// Domains: `imbalance_pct` 117 above the LLC (Linux v5.10+) instead of 125.
     ImbPct117,
+    /// need_active_balance: the failure rule only for migrate_task (5.13+).
+    ImbalancedActiveBalance,
 }
 
 /// All switches, in display order.
@@ -306,6 +308,12 @@ pub const FEATURES: &[FeatureDesc] = &[
         name: "IMB_PCT_117",
         default: false,
         doc: "domains: sd_init's imbalance_pct above the LLC (PKG, NODE, NUMA levels) is 117, as in Linux v5.10+ and 6.x ('sched/fair: Reduce minimal imbalance threshold'), instead of the default 125 (pre-5.10); read when the domains are built, so it applies to the whole run",
+    },
+    FeatureDesc {
+        feat: Feat::ImbalancedActiveBalance,
+        name: "IMBALANCED_ACTIVE_BALANCE",
+        default: false,
+        doc: "load balancing: repeated failures kick active balancing only when the imbalance is counted in tasks (migrate_task), as in Linux v5.13+ and 6.x (imbalanced_active_balance, 'sched/fair: Reduce cases for active balance'), instead of for any migration type (5.10)",
     },
 ];
 
