@@ -181,8 +181,8 @@ pub fn detach_tasks(
 
 /// `need_active_balance()`. The asym-packing, reduced-capacity and misfit
 /// cases cannot arise on the symmetric, RT-free machines modelled here, so
-/// what is left is the failure rule: `nr_balance_failed > cache_nice_tries
-/// + 2` at this domain, for any migration type (5.10), or, with
+/// what is left is the failure rule: `nr_balance_failed >
+/// cache_nice_tries + 2` at this domain, for any migration type (5.10), or, with
 /// `IMBALANCED_ACTIVE_BALANCE`, only when the imbalance is counted in tasks
 /// (`imbalanced_active_balance()`, v5.13 "sched/fair: Reduce cases for
 /// active balance": an overloaded group has a waiting task that
