@@ -7,7 +7,7 @@
 //! `latency` experiment (pipe round trips, same CPU and across CPUs) and
 //! `hackbench` threads/pipes g4 l500 under CFS and EEVDF (and EEVDF with
 //! the 52 inherited wakee flips of the Linux rig's workers, with and without
-//! `IMB_PCT_117`), then prints one
+//! `IMB_PCT_117`, and with both 6.x balancing switches), then prints one
 //! table. Each run is this crate's own `run` command in a child process, so
 //! the records are exactly what a user's run produces. The Linux column is
 //! the reference measured with `../shared/linux-rig` (docs/benchmarks.md); it
@@ -70,18 +70,29 @@ pub fn run() -> Result<i32> {
     let mut hb = Vec::new();
     // The last two rows start hackbench with the wakee_flips the Linux
     // rig's shell passes on to its workers (docs/benchmarks.md, "Inherited
-    // wakee flips"); the last one also builds the domains with 6.x's
-    // imbalance_pct (IMB_PCT_117), the closest to the rig's Linux.
+    // wakee flips"); the last two also build the domains with 6.x's
+    // imbalance_pct (IMB_PCT_117), and the last one also takes 6.x's
+    // active-balance rule (IMBALANCED_ACTIVE_BALANCE): the closest to the
+    // rig's Linux.
     for (name, pick, flips, features) in [
         ("cfs", "cfs", "0", ""),
         ("eevdf", "eevdf", "0", ""),
         ("eevdf flips=52", "eevdf", "52", ""),
         ("eevdf flips=52 imb117", "eevdf", "52", "IMB_PCT_117"),
+        (
+            "eevdf flips=52 6.x lb",
+            "eevdf",
+            "52",
+            "IMB_PCT_117,IMBALANCED_ACTIVE_BALANCE",
+        ),
     ] {
         let flips_arg = format!("launch_wakee_flips={flips}");
         let recs = run_records(
             &dir,
-            &format!("hackbench-{pick}-flips{flips}{}", features.to_lowercase()),
+            &format!(
+                "hackbench-{pick}-flips{flips}{}",
+                features.to_lowercase().replace(',', "+")
+            ),
             &[
                 "--experiment",
                 "hackbench",
