@@ -81,13 +81,16 @@ pub fn task_hot(core: &SchedCore, env: &LbEnv, p: TaskId) -> bool {
     src.clock.saturating_sub(t.se.exec_start) < cost
 }
 
-/// `can_migrate_task()` (no affinity masks in this core).
-pub fn can_migrate_task(core: &mut SchedCore, env: &LbEnv, p: TaskId, active: bool) -> bool {
+/// `can_migrate_task()` (affinity is a per-CPU kthread or one bound CPU;
+/// no `LBF_SOME_PINNED` / `LBF_DST_PINNED` retargeting).
+pub fn can_migrate_task(core: &mut SchedCore, env: &mut LbEnv, p: TaskId, active: bool) -> bool {
     // Linux: kthread_is_per_cpu(), or dst_cpu not in p->cpus_ptr.
     if core.tasks[p].is_percpu_kthread || core.tasks[p].bound_cpu.is_some_and(|c| c != env.dst_cpu)
     {
         return false;
     }
+    // At least one task could run on dst.
+    env.all_pinned = false;
     // Running, or still on the CPU while its schedule() has the runqueue
     // lock dropped for a balance pass (Linux's task_on_cpu()); the active
     // push moves exactly that task, from its own CPU.
@@ -199,6 +202,26 @@ pub fn need_active_balance(core: &SchedCore, env: &LbEnv) -> bool {
     failed > tries + 2
 }
 
+/// `MAX_PINNED_INTERVAL`: the back-off cap (ms) when every task was pinned.
+const MAX_PINNED_INTERVAL_MS: u64 = 512;
+
+/// `out_one_pinned`: no balance interval change on a newly idle pass
+/// (it ignores intervals); otherwise double the interval, up to
+/// `MAX_PINNED_INTERVAL` when every task was pinned, else up to the
+/// domain's `max_interval`.
+fn out_one_pinned(core: &mut SchedCore, env: &LbEnv) {
+    if env.idle == CpuIdleType::NewlyIdle {
+        return;
+    }
+    let max = u64::from(core.topo.sd(env.dst_cpu)[env.level].max_interval_ms);
+    let st = &mut core.rqs[env.dst_cpu].sd[env.level];
+    if (env.all_pinned && st.balance_interval_ms < MAX_PINNED_INTERVAL_MS)
+        || st.balance_interval_ms < max
+    {
+        st.balance_interval_ms *= 2;
+    }
+}
+
 /// May the task running on `src` move to `dst` (Linux tests
 /// `busiest->curr->cpus_ptr` before kicking the stopper)? An idle `src`
 /// runs its idle task, which is pinned.
@@ -242,6 +265,7 @@ fn load_balance_one(
         imbalance: 0,
         migration_type: MigrationType::Load,
         loop_max: core.cfg.tunables.nr_migrate,
+        all_pinned: false,
     };
     core.stats.lb.lb_count += 1;
     let mut res = LbResult {
@@ -271,9 +295,25 @@ fn load_balance_one(
         } else {
             MigrationReason::Balance
         };
-        if core.rqs[src].nr_running() > 1 {
+        // LBF_ALL_PINNED: 6.x sets it once a busiest queue is found and
+        // clears it at the first task that may run on dst (8a41dfcda7a3,
+        // v5.13); 5.10 sets it only when it tries to detach.
+        let linux6 = core.cfg.features.has(Feat::ImbalancedActiveBalance);
+        let tried = core.rqs[src].nr_running() > 1;
+        env.all_pinned = linux6 || tried;
+        if tried {
             env.loop_max = env.loop_max.min(core.rqs[src].nr_running());
             res.moved = detach_tasks(core, &mut env, reason, now);
+            if res.moved.is_empty() && env.all_pinned {
+                // out_all_pinned: every task here is pinned away from dst.
+                // Linux first retries without this queue (`redo` over
+                // env->cpus); that retry is not modelled.
+                core.stats.lb.lb_balanced += 1;
+                core.rqs[dst].sd[level].nr_balance_failed = 0;
+                out_one_pinned(core, &env);
+                core.unlock(src);
+                return res;
+            }
         }
         let min_interval = u64::from(core.topo.sd(dst)[level].min_interval_ms);
         let st = &mut core.rqs[dst].sd[level];
@@ -285,31 +325,40 @@ fn load_balance_one(
             let mut active = false;
             if need_active_balance(core, &env) {
                 if !curr_may_move(core, src, dst) {
-                    // out_one_pinned: no kick, no interval reset; back off
-                    // as when balanced, but keep the failure count.
-                    if idle != CpuIdleType::NewlyIdle {
-                        let max = u64::from(core.topo.sd(dst)[level].max_interval_ms);
-                        let st = &mut core.rqs[dst].sd[level];
-                        if st.balance_interval_ms < max {
-                            st.balance_interval_ms *= 2;
-                        }
-                    }
+                    // out_one_pinned: no kick, no interval reset; the
+                    // failure count stays.
+                    out_one_pinned(core, &env);
                     core.unlock(src);
                     return res;
                 }
+                env.all_pinned = false;
                 // The stopper preempts whatever runs on src, so even a lone
                 // running task is moved (active_load_balance_cpu_stop).
                 if core.rqs[src].active_balance.is_none() {
                     core.rqs[src].active_balance = Some(dst);
-                    core.stats.lb.alb_count += 1;
                     core.resched_curr(src);
                     active = true;
                 }
-                let tries = core.topo.sd(dst)[level].cache_nice_tries;
-                core.rqs[dst].sd[level].nr_balance_failed = tries + 1;
+                // 5.10: "We've kicked active balancing, force task
+                // migration". 6.x dropped this (91771246031b, v5.13): the
+                // stopper ignores hotness through LBF_ACTIVE_LB instead.
+                if !linux6 {
+                    let tries = core.topo.sd(dst)[level].cache_nice_tries;
+                    core.rqs[dst].sd[level].nr_balance_failed = tries + 1;
+                }
             }
-            if !active || need_active_balance(core, &env) {
+            // 5.10 resets the interval unless it kicked the stopper, then
+            // backs off (voluntary_active_balance is never true here); 6.x
+            // resets it also while need_active_balance still holds
+            // (e9b9734b7465).
+            if !active || (linux6 && need_active_balance(core, &env)) {
                 core.rqs[dst].sd[level].balance_interval_ms = min_interval;
+            } else if !linux6 {
+                let max = u64::from(core.topo.sd(dst)[level].max_interval_ms);
+                let st = &mut core.rqs[dst].sd[level];
+                if st.balance_interval_ms < max {
+                    st.balance_interval_ms *= 2;
+                }
             }
         } else {
             core.stats.lb.lb_gained += res.moved.len() as u64;
@@ -341,9 +390,8 @@ pub fn active_load_balance_cpu_stop(
 ) -> Option<Migration> {
     // Linux's `busiest_rq->nr_running <= 1` counts the running stopper;
     // here the stopper is this schedule() with curr put back, so any fair
-    // task left on the queue is one to move.
+    // task left on the queue is one to move. Nothing is counted then.
     if core.rqs[busiest].nr_running() == 0 || busiest == target {
-        core.stats.lb.alb_failed += 1;
         return None;
     }
     let level = core
@@ -351,7 +399,12 @@ pub fn active_load_balance_cpu_stop(
         .sd(target)
         .iter()
         .position(|d| d.span.contains(busiest))?;
-    let env = LbEnv {
+    // schedstat: alb_count / alb_pushed / alb_failed of the target's lowest
+    // domain spanning busiest, as Linux counts them.
+    let domain = core.topo.sd(target)[level].name;
+    core.stats.lb.alb_count += 1;
+    core.stats.lb_domain(domain).alb_count += 1;
+    let mut env = LbEnv {
         dst_cpu: target,
         level,
         idle: CpuIdleType::Idle,
@@ -359,30 +412,33 @@ pub fn active_load_balance_cpu_stop(
         imbalance: 1,
         migration_type: MigrationType::Task,
         loop_max: 1,
+        all_pinned: false,
     };
     core.update_rq_clock(busiest, now);
-    // Taking the target's lock may have dropped busiest's for a moment:
-    // another balancer can have pulled from it meanwhile.
-    if core.lock_also(target) && core.rqs[busiest].nr_running() == 0 {
-        core.unlock(target);
-        core.stats.lb.alb_failed += 1;
-        return None;
-    }
     let mut pushed = None;
-    let lru = lru_tasks(core, busiest, usize::MAX);
-    for &(_, p) in &lru {
-        if core.rqs[busiest].curr != Some(p) && can_migrate_task(core, &env, p, true) {
-            core.stats.lb.alb_pushed += 1;
-            // Active balancing done: the target's domain forgets its failures.
-            core.rqs[target].sd[level].nr_balance_failed = 0;
-            pushed = Some(core.move_queued_task(p, target, MigrationReason::Active, now));
-            break;
+    // Taking the target's lock may have dropped busiest's for a moment:
+    // another balancer can have pulled from it meanwhile (then, as in
+    // Linux's detach_one_task, nothing is found).
+    if !(core.lock_also(target) && core.rqs[busiest].nr_running() == 0) {
+        let lru = lru_tasks(core, busiest, usize::MAX);
+        for &(_, p) in &lru {
+            if core.rqs[busiest].curr != Some(p) && can_migrate_task(core, &mut env, p, true) {
+                // Active balancing done: the target's domain forgets its
+                // failures.
+                core.rqs[target].sd[level].nr_balance_failed = 0;
+                pushed = Some(core.move_queued_task(p, target, MigrationReason::Active, now));
+                break;
+            }
         }
+        core.rqs[busiest].lru_scratch = lru;
     }
-    core.rqs[busiest].lru_scratch = lru;
     core.unlock(target);
-    if pushed.is_none() {
+    if pushed.is_some() {
+        core.stats.lb.alb_pushed += 1;
+        core.stats.lb_domain(domain).alb_pushed += 1;
+    } else {
         core.stats.lb.alb_failed += 1;
+        core.stats.lb_domain(domain).alb_failed += 1;
     }
     pushed
 }

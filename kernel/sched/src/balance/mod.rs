@@ -66,4 +66,8 @@ pub struct LbEnv {
     pub migration_type: MigrationType,
     /// Max tasks to examine.
     pub loop_max: u32,
+    /// `LBF_ALL_PINNED`: no task seen so far may run on `dst_cpu`
+    /// (cleared by [`lb::can_migrate_task`](crate::balance::lb::can_migrate_task)
+    /// at the first task whose affinity allows it).
+    pub all_pinned: bool,
 }

@@ -56,6 +56,7 @@ fn sibling_imbalance_equalizes_tasks_per_core() {
         imbalance: 0,
         migration_type: MigrationType::Task,
         loop_max: 32,
+        all_pinned: false,
     };
     let g = |nr: u32, cores: u32| SgLbStats {
         sum_nr_running: nr,
@@ -107,6 +108,7 @@ fn balanced_domain_backs_off() {
         imbalance: 0,
         migration_type: MigrationType::Load,
         loop_max: 32,
+        all_pinned: false,
     };
     assert_eq!(find_busiest_group(&mut s.core(), &mut env), None);
     let before = s.core().rqs[0].sd[0].balance_interval_ms;
@@ -161,10 +163,12 @@ fn active_balance_pushes_the_running_task() {
     for i in 0..5 {
         load_balance(&mut s.core(), 1, 0, CpuIdleType::Idle, 2_000_000 + i);
     }
-    assert_eq!(s.stats().lb.alb_count, 1);
     assert_eq!(s.core().rqs[0].active_balance, Some(1));
+    // Linux counts alb_count in the stopper, not at the kick.
+    assert_eq!(s.stats().lb.alb_count, 0);
     assert!(s.need_resched(0));
     let sw = s.schedule(0, 3_000_000);
+    assert_eq!(s.stats().lb.alb_count, 1);
     assert_eq!(sw.migrations.len(), 1);
     assert_eq!(sw.migrations[0].task, runner);
     assert_eq!(sw.migrations[0].reason, MigrationReason::Active);
@@ -305,6 +309,7 @@ fn should_we_balance_elects_one_cpu_per_group() {
         imbalance: 0,
         migration_type: MigrationType::Task,
         loop_max: 32,
+        all_pinned: false,
     };
     // All idle: cpu0 is the first idle CPU of core {0,1}.
     assert!(should_we_balance(&s.core(), &env(0, CpuIdleType::Idle)));
@@ -348,6 +353,7 @@ fn busiest_queue_by_migration_type() {
         imbalance: 4000,
         migration_type: MigrationType::Task,
         loop_max: 32,
+        all_pinned: false,
     };
     let group_of = |s: &Scheduler, cpu: CpuId| {
         s.shared.topo.sd(0)[0]
@@ -395,6 +401,7 @@ fn task_hot_rules() {
         imbalance: 1,
         migration_type: MigrationType::Task,
         loop_max: 32,
+        all_pinned: false,
     };
     assert!(task_hot(&s.core(), &mc, waiting), "ran 100us ago");
     let smt = LbEnv {
@@ -420,58 +427,174 @@ fn task_hot_rules() {
 /// cache_nice_tries = 1, so on the 4th failure) kicks the stopper, which
 /// moves the lone task (the stopper is what runs then, so the task is
 /// queued, not current). Two tasks on the SMT siblings of core 0 with core 1
-/// idle: the MC balance of CPU 2 must spread them.
+/// idle: the MC balance of CPU 2 must spread them. After the kick, 5.10
+/// sets the failures to cache_nice_tries + 1 and backs the interval off;
+/// 6.x (IMBALANCED_ACTIVE_BALANCE) keeps the failures and resets the
+/// interval to its minimum. The push resets the failures in both.
 #[test]
 fn active_balance_moves_a_lone_task_off_a_busy_core() {
-    let mut s = sched(&spec(1, 2, 2, 1), PickPolicy::Cfs, "");
-    let (a, b) = {
-        let c = s.core();
-        let smt = &c.topo.sd(0)[0];
-        assert_eq!(smt.name, "SMT");
-        let sib = smt.span.iter().find(|&c| c != 0).unwrap();
-        (0, sib)
-    };
-    let other = (0..4)
-        .find(|&c| !s.core().topo.sd(0)[0].span.contains(c))
-        .unwrap();
-    let ta = queue_on(&mut s, a, 1, 1000)[0];
-    let tb = queue_on(&mut s, b, 1, 1000)[0];
-    let mc = s
-        .core()
-        .topo
-        .sd(other)
-        .iter()
-        .position(|d| d.name == "MC")
-        .unwrap();
-    let mut now = 2_000_000;
-    for pass in 1..=3 {
-        let r = load_balance(&mut s.core(), other, mc, CpuIdleType::Idle, now);
-        assert!(r.moved.is_empty());
-        assert_eq!(s.stats().lb.alb_count, 0, "pass {pass}: no kick yet");
-        assert_eq!(s.core().rqs[other].sd[mc].nr_balance_failed, pass);
-        now += 1_000_000;
+    for linux6 in [false, true] {
+        let features = if linux6 {
+            "IMBALANCED_ACTIVE_BALANCE"
+        } else {
+            ""
+        };
+        let mut s = sched(&spec(1, 2, 2, 1), PickPolicy::Cfs, features);
+        let (a, b) = {
+            let c = s.core();
+            let smt = &c.topo.sd(0)[0];
+            assert_eq!(smt.name, "SMT");
+            (0, smt.span.iter().find(|&c| c != 0).unwrap())
+        };
+        let other = (0..4)
+            .find(|&c| !s.core().topo.sd(0)[0].span.contains(c))
+            .unwrap();
+        let ta = queue_on(&mut s, a, 1, 1000)[0];
+        let tb = queue_on(&mut s, b, 1, 1000)[0];
+        let mc = s
+            .core()
+            .topo
+            .sd(other)
+            .iter()
+            .position(|d| d.name == "MC")
+            .unwrap();
+        let min = u64::from(s.core().topo.sd(other)[mc].min_interval_ms);
+        let kicked = |s: &Scheduler| {
+            [a, b]
+                .into_iter()
+                .find(|&c| s.core().rqs[c].active_balance == Some(other))
+        };
+        let mut now = 2_000_000;
+        for pass in 1..=3 {
+            let r = load_balance(&mut s.core(), other, mc, CpuIdleType::Idle, now);
+            assert!(r.moved.is_empty());
+            assert_eq!(kicked(&s), None, "{features}: pass {pass}: no kick yet");
+            assert_eq!(s.core().rqs[other].sd[mc].nr_balance_failed, pass);
+            assert_eq!(s.core().rqs[other].sd[mc].balance_interval_ms, min);
+            now += 1_000_000;
+        }
+        load_balance(&mut s.core(), other, mc, CpuIdleType::Idle, now);
+        let busiest = kicked(&s).expect("one of the siblings is kicked");
+        let (failed, interval) = {
+            let c = s.core();
+            let st = &c.rqs[other].sd[mc];
+            (st.nr_balance_failed, st.balance_interval_ms)
+        };
+        if linux6 {
+            assert_eq!((failed, interval), (4, min), "6.x after the kick");
+        } else {
+            assert_eq!((failed, interval), (2, 2 * min), "5.10 after the kick");
+        }
+        assert!(s.need_resched(busiest));
+        let sw = s.schedule(busiest, now + 1000);
+        assert_eq!(sw.migrations.len(), 1);
+        let moved = sw.migrations[0];
+        assert_eq!((moved.from, moved.to), (busiest, other));
+        assert_eq!(moved.reason, MigrationReason::Active);
+        assert!([ta, tb].contains(&moved.task));
+        assert_eq!(sw.next, None, "the kicked sibling is left idle");
+        assert_eq!(s.core().rqs[other].nr_running(), 1);
+        let st = s.stats();
+        assert_eq!(
+            (st.lb.alb_count, st.lb.alb_pushed, st.lb.alb_failed),
+            (1, 1, 0)
+        );
+        let mc_stats = st.lb_by_domain.iter().find(|(n, _)| *n == "MC").unwrap().1;
+        assert_eq!((mc_stats.alb_count, mc_stats.alb_pushed), (1, 1));
+        assert_eq!(
+            s.core().rqs[other].sd[mc].nr_balance_failed,
+            0,
+            "a push resets the failure count"
+        );
     }
-    load_balance(&mut s.core(), other, mc, CpuIdleType::Idle, now);
-    assert_eq!(s.stats().lb.alb_count, 1, "{:?}", s.stats().lb);
-    let busiest = [a, b]
-        .into_iter()
-        .find(|&c| s.core().rqs[c].active_balance == Some(other))
-        .expect("one of the siblings is kicked");
-    assert!(s.need_resched(busiest));
-    let sw = s.schedule(busiest, now + 1000);
-    assert_eq!(sw.migrations.len(), 1);
-    let moved = sw.migrations[0];
-    assert_eq!((moved.from, moved.to), (busiest, other));
-    assert_eq!(moved.reason, MigrationReason::Active);
-    assert!([ta, tb].contains(&moved.task));
-    assert_eq!(sw.next, None, "the kicked sibling is left idle");
-    assert_eq!(s.core().rqs[other].nr_running(), 1);
-    assert_eq!(s.stats().lb.alb_pushed, 1);
-    assert_eq!(
-        s.core().rqs[other].sd[mc].nr_balance_failed,
-        0,
-        "a push resets the failure count"
-    );
+}
+
+/// `out_one_pinned` and `out_all_pinned`: a balancer that may not take
+/// what it finds backs off. Lone pinned tasks: one task bound to each SMT
+/// sibling of core 0, core 1 idle; the MC balance of core 1 finds a busiest
+/// queue with a single, pinned task: failures keep counting, the stopper is
+/// never kicked (the running task may not move), nothing counts as
+/// balanced, and from the 4th failure the interval doubles, up to the
+/// domain's max_interval in 5.10 and up to MAX_PINNED_INTERVAL (512 ms) in
+/// 6.x, where LBF_ALL_PINNED is set before any task is seen. All pinned:
+/// two tasks bound to CPU 0 (detach_tasks ran and found nothing that may
+/// run on dst): out_all_pinned in both, i.e. balanced, failures reset, the
+/// interval doubling up to 512 ms.
+#[test]
+fn pinned_tasks_back_the_balancer_off() {
+    for linux6 in [false, true] {
+        let features = if linux6 {
+            "IMBALANCED_ACTIVE_BALANCE"
+        } else {
+            ""
+        };
+        for lone in [true, false] {
+            let (s, dst, level) = if lone {
+                let s = sched(&spec(1, 2, 2, 1), PickPolicy::Cfs, features);
+                let (sib, other, mc) = {
+                    let c = s.core();
+                    let smt = &c.topo.sd(0)[0].span;
+                    let sib = smt.iter().find(|&c| c != 0).unwrap();
+                    let other = (0..4).find(|&c| !smt.contains(c)).unwrap();
+                    let mc = c
+                        .topo
+                        .sd(other)
+                        .iter()
+                        .position(|d| d.name == "MC")
+                        .unwrap();
+                    (sib, other, mc)
+                };
+                for cpu in [0, sib] {
+                    s.wake_up_new_task_bound(None, cpu, 0, TaskPolicy::Normal, 1000);
+                    s.schedule(cpu, 1000);
+                }
+                (s, other, mc)
+            } else {
+                let s = sched(&spec(1, 4, 1, 1), PickPolicy::Cfs, features);
+                for _ in 0..2 {
+                    s.wake_up_new_task_bound(None, 0, 0, TaskPolicy::Normal, 1000);
+                }
+                s.schedule(0, 1000);
+                (s, 1, 0)
+            };
+            let (min, max) = {
+                let c = s.core();
+                let d = &c.topo.sd(dst)[level];
+                (u64::from(d.min_interval_ms), u64::from(d.max_interval_ms))
+            };
+            assert!(max < 512, "the test needs max_interval below 512 ms");
+            let mut want = min;
+            for pass in 1..=12u32 {
+                let now = 2_000_000 + u64::from(pass);
+                let r = load_balance(&mut s.core(), dst, level, CpuIdleType::Idle, now);
+                assert!(r.moved.is_empty());
+                let lb = s.stats().lb;
+                let c = s.core();
+                let st = &c.rqs[dst].sd[level];
+                let tag = format!("{features} lone={lone} pass {pass}");
+                assert!(
+                    (0..4).all(|cpu| c.rqs[cpu].active_balance.is_none()),
+                    "{tag}: no kick"
+                );
+                if lone {
+                    assert_eq!(st.nr_balance_failed, pass, "{tag}");
+                    assert_eq!(lb.lb_balanced, 0, "{tag}");
+                    let cap = if linux6 { 512 } else { max };
+                    if pass >= 4 && want < cap {
+                        want *= 2;
+                    }
+                } else {
+                    assert_eq!(st.nr_balance_failed, 0, "{tag}");
+                    assert_eq!(lb.lb_balanced, u64::from(pass), "{tag}");
+                    if want < 512 {
+                        want *= 2;
+                    }
+                }
+                assert_eq!(st.balance_interval_ms, want, "{tag}");
+            }
+            assert_eq!(want > max, linux6 || !lone, "the caps differ as described");
+        }
+    }
 }
 
 /// `need_active_balance`'s failure rule: `nr_balance_failed >
@@ -503,6 +626,7 @@ fn imbalanced_active_balance_needs_a_task_imbalance() {
                     imbalance: 1,
                     migration_type: ty,
                     loop_max: 32,
+                    all_pinned: false,
                 };
                 for (failed, want) in [(0, false), (3, false), (4, kicks_at_4), (9, kicks_at_4)] {
                     core.rqs[1].sd[0].nr_balance_failed = failed;

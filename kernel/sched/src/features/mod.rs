@@ -99,7 +99,7 @@ pub enum Feat {
     TtwuQueue,
     /// Domains: `imbalance_pct` 117 above the LLC (Linux v5.10+) instead of 125.
     ImbPct117,
-    /// need_active_balance: the failure rule only for migrate_task (5.13+).
+    /// Active balancing as in 5.13+ (migrate_task gate, interval, no failure reset, early ALL_PINNED).
     ImbalancedActiveBalance,
 }
 
@@ -313,7 +313,7 @@ pub const FEATURES: &[FeatureDesc] = &[
         feat: Feat::ImbalancedActiveBalance,
         name: "IMBALANCED_ACTIVE_BALANCE",
         default: false,
-        doc: "load balancing: repeated failures kick active balancing only when the imbalance is counted in tasks (migrate_task), as in Linux v5.13+ and 6.x (imbalanced_active_balance, 'sched/fair: Reduce cases for active balance'), instead of for any migration type (5.10)",
+        doc: "load balancing as Linux v5.13+ and 6.x do it around active balancing: repeated failures kick the stopper only for a migrate_task imbalance (imbalanced_active_balance, e9b9734b7465 'sched/fair: Reduce cases for active balance'), which also resets the interval while the rule holds instead of backing off after a kick; no nr_balance_failed = cache_nice_tries + 1 after a kick (91771246031b); LBF_ALL_PINNED set as soon as a busiest queue is found (8a41dfcda7a3). Off: 5.10",
     },
 ];
 
