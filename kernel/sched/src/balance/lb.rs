@@ -297,7 +297,8 @@ fn load_balance_one(
         };
         // LBF_ALL_PINNED: 6.x sets it once a busiest queue is found and
         // clears it at the first task that may run on dst (8a41dfcda7a3,
-        // v5.13); 5.10 sets it only when it tries to detach.
+        // v5.12); 5.10 sets it when it tries to detach, and again when the
+        // busiest CPU's running task may not move (below).
         let linux6 = core.cfg.features.has(Feat::ImbalancedActiveBalance);
         let tried = core.rqs[src].nr_running() > 1;
         env.all_pinned = linux6 || tried;
@@ -326,7 +327,12 @@ fn load_balance_one(
             if need_active_balance(core, &env) {
                 if !curr_may_move(core, src, dst) {
                     // out_one_pinned: no kick, no interval reset; the
-                    // failure count stays.
+                    // failure count stays. 5.10 marks the pass all pinned
+                    // here whatever detach_tasks saw; 6.x keeps the flag
+                    // as detach_tasks left it (8a41dfcda7a3).
+                    if !linux6 {
+                        env.all_pinned = true;
+                    }
                     out_one_pinned(core, &env);
                     core.unlock(src);
                     return res;
@@ -350,7 +356,7 @@ fn load_balance_one(
             // 5.10 resets the interval unless it kicked the stopper, then
             // backs off (voluntary_active_balance is never true here); 6.x
             // resets it also while need_active_balance still holds
-            // (e9b9734b7465).
+            // (e9b9734b7465, v5.12).
             if !active || (linux6 && need_active_balance(core, &env)) {
                 core.rqs[dst].sd[level].balance_interval_ms = min_interval;
             } else if !linux6 {
