@@ -82,7 +82,8 @@ pub fn task_hot(core: &SchedCore, env: &LbEnv, p: TaskId) -> bool {
 }
 
 /// `can_migrate_task()` (affinity is a per-CPU kthread or one bound CPU;
-/// no `LBF_SOME_PINNED` / `LBF_DST_PINNED` retargeting).
+/// no `LBF_SOME_PINNED` / `LBF_DST_PINNED` retargeting). `active`: called
+/// by the active-balance stopper.
 pub fn can_migrate_task(core: &mut SchedCore, env: &mut LbEnv, p: TaskId, active: bool) -> bool {
     // Linux: kthread_is_per_cpu(), or dst_cpu not in p->cpus_ptr.
     if core.tasks[p].is_percpu_kthread || core.tasks[p].bound_cpu.is_some_and(|c| c != env.dst_cpu)
@@ -99,7 +100,10 @@ pub fn can_migrate_task(core: &mut SchedCore, env: &mut LbEnv, p: TaskId, active
         core.stats.lb.lb_failed_running += 1;
         return false;
     }
-    if active {
+    // 6.x's stopper passes LBF_ACTIVE_LB and skips the hotness test
+    // (91771246031b); 5.10's goes through it and relies on the
+    // `nr_balance_failed = cache_nice_tries + 1` its kick left behind.
+    if active && core.cfg.features.has(Feat::ImbalancedActiveBalance) {
         return true;
     }
     let hot = task_hot(core, env, p);

@@ -509,6 +509,45 @@ fn active_balance_moves_a_lone_task_off_a_busy_core() {
     }
 }
 
+/// The stopper and cache hotness: 5.10's `detach_one_task` goes through
+/// `can_migrate_task`'s hotness test, so a hot task moves only while the
+/// failure count is above cache_nice_tries (as the kick left it); 6.x's
+/// passes LBF_ACTIVE_LB and moves it regardless. The count is reset
+/// between the kick and the stopper here (as a successful pass of
+/// another kind would).
+#[test]
+fn the_stopper_honours_hotness_only_in_5_10() {
+    for linux6 in [false, true] {
+        let features = if linux6 {
+            "IMBALANCED_ACTIVE_BALANCE"
+        } else {
+            ""
+        };
+        let mut s = sched(&spec(1, 4, 1, 1), PickPolicy::Cfs, features);
+        let runner = queue_on(&mut s, 0, 1, 1000)[0];
+        let kt = s
+            .wake_up_new_task_on(None, 0, 0, TaskPolicy::Normal, 1000)
+            .task;
+        s.set_percpu_kthread(kt, true);
+        for i in 0..5 {
+            load_balance(&mut s.core(), 1, 0, CpuIdleType::Idle, 2_000_000 + i);
+        }
+        assert_eq!(s.core().rqs[0].active_balance, Some(1), "{features}");
+        s.core().rqs[1].sd[0].nr_balance_failed = 0;
+        let sw = s.schedule(0, 2_000_100);
+        let st = s.stats().lb;
+        if linux6 {
+            assert_eq!(sw.migrations.len(), 1, "{features}");
+            assert_eq!(sw.migrations[0].task, runner);
+            assert_eq!((st.alb_pushed, st.alb_failed), (1, 0));
+        } else {
+            assert!(sw.migrations.is_empty(), "5.10: the hot runner stays");
+            assert_eq!((st.alb_pushed, st.alb_failed, st.lb_failed_hot), (0, 1, 1));
+            assert_eq!(s.core().tasks[runner].cpu, 0);
+        }
+    }
+}
+
 /// `out_one_pinned` and `out_all_pinned`: a balancer that may not take
 /// what it finds backs off. Lone pinned tasks: one task bound to each SMT
 /// sibling of core 0, core 1 idle; the MC balance of core 1 finds a busiest

@@ -313,7 +313,7 @@ pub const FEATURES: &[FeatureDesc] = &[
         feat: Feat::ImbalancedActiveBalance,
         name: "IMBALANCED_ACTIVE_BALANCE",
         default: false,
-        doc: "load balancing as Linux v5.13+ and 6.x do it around active balancing: repeated failures kick the stopper only for a migrate_task imbalance (imbalanced_active_balance, e9b9734b7465 'sched/fair: Reduce cases for active balance', v5.12), which also resets the interval while the rule holds instead of backing off after a kick; no nr_balance_failed = cache_nice_tries + 1 after a kick (91771246031b, v5.13); LBF_ALL_PINNED set as soon as a busiest queue is found and no longer forced when the running task may not move (8a41dfcda7a3, v5.12). Off: 5.10",
+        doc: "load balancing as Linux v5.13+ and 6.x do it around active balancing: repeated failures kick the stopper only for a migrate_task imbalance (imbalanced_active_balance, e9b9734b7465 'sched/fair: Reduce cases for active balance', v5.12), which also resets the interval while the rule holds instead of backing off after a kick; no nr_balance_failed = cache_nice_tries + 1 after a kick, the stopper skipping the hotness test instead (LBF_ACTIVE_LB, 91771246031b, v5.13); LBF_ALL_PINNED set as soon as a busiest queue is found and no longer forced when the running task may not move (8a41dfcda7a3, v5.12). Off: 5.10",
     },
 ];
 
