@@ -136,7 +136,7 @@ pub fn find_busiest_queue(core: &SchedCore, env: &LbEnv, group: usize) -> Option
     let (mut b_load, mut b_cap, mut b_util, mut b_nr) = (0u64, 1u64, 0u64, 0u32);
     for cpu in sd.groups[group].span.iter() {
         let nr = core.nr_running(cpu);
-        if nr == 0 {
+        if nr == 0 || env.excluded.contains(cpu) {
             continue;
         }
         let cap = core.capacity_of(cpu);

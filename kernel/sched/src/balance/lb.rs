@@ -206,6 +206,18 @@ pub fn need_active_balance(core: &SchedCore, env: &LbEnv) -> bool {
     failed > tries + 2
 }
 
+/// `!cpumask_subset(env->cpus, env->dst_grpmask)`: does the domain still
+/// have a CPU outside dst's group that the redo has not taken out?
+fn others_left(core: &SchedCore, env: &LbEnv) -> bool {
+    let sd = &core.topo.sd(env.dst_cpu)[env.level];
+    let Some(local) = sd.groups.iter().find(|g| g.span.contains(env.dst_cpu)) else {
+        return false;
+    };
+    sd.span
+        .iter()
+        .any(|c| !local.span.contains(c) && !env.excluded.contains(c))
+}
+
 /// `MAX_PINNED_INTERVAL`: the back-off cap (ms) when every task was pinned.
 const MAX_PINNED_INTERVAL_MS: u64 = 512;
 
@@ -270,13 +282,14 @@ fn load_balance_one(
         migration_type: MigrationType::Load,
         loop_max: core.cfg.tunables.nr_migrate,
         all_pinned: false,
+        excluded: Default::default(),
     };
     core.stats.lb.lb_count += 1;
     let mut res = LbResult {
         moved: Migrations::new(),
         continue_balancing: true,
     };
-    let balanced = 'find: {
+    let balanced = 'find: loop {
         if !should_we_balance(core, &env) {
             res.continue_balancing = false;
             break 'find true;
@@ -307,16 +320,19 @@ fn load_balance_one(
         let tried = core.rqs[src].nr_running() > 1;
         env.all_pinned = linux6 || tried;
         if tried {
-            env.loop_max = env.loop_max.min(core.rqs[src].nr_running());
+            env.loop_max = core.cfg.tunables.nr_migrate.min(core.rqs[src].nr_running());
             res.moved = detach_tasks(core, &mut env, reason, now);
             if res.moved.is_empty() && env.all_pinned {
-                // out_all_pinned: every task here is pinned away from dst.
-                // Linux first retries without this queue (`redo` over
-                // env->cpus); that retry is not modelled.
+                // Every task here is pinned away from dst: take this queue
+                // out of env->cpus and retry while CPUs outside dst's group
+                // remain (`redo`), else out_all_pinned.
+                core.unlock(src);
+                if env.excluded.push(src) && others_left(core, &env) {
+                    continue 'find;
+                }
                 core.stats.lb.lb_balanced += 1;
                 core.rqs[dst].sd[level].nr_balance_failed = 0;
                 out_one_pinned(core, &env);
-                core.unlock(src);
                 return res;
             }
         }
@@ -376,16 +392,14 @@ fn load_balance_one(
             st.balance_interval_ms = min_interval;
         }
         core.unlock(src);
-        false
+        break 'find false;
     };
     if balanced {
+        // out_balanced, then out_one_pinned's back-off (capped at 512 ms
+        // when a redo came here after an all-pinned queue).
         core.stats.lb.lb_balanced += 1;
-        let max = u64::from(core.topo.sd(dst)[level].max_interval_ms);
-        let st = &mut core.rqs[dst].sd[level];
-        st.nr_balance_failed = 0;
-        if idle != CpuIdleType::NewlyIdle && st.balance_interval_ms < max {
-            st.balance_interval_ms *= 2;
-        }
+        core.rqs[dst].sd[level].nr_balance_failed = 0;
+        out_one_pinned(core, &env);
     }
     res
 }
@@ -423,6 +437,7 @@ pub fn active_load_balance_cpu_stop(
         migration_type: MigrationType::Task,
         loop_max: 1,
         all_pinned: false,
+        excluded: Default::default(),
     };
     core.update_rq_clock(busiest, now);
     let mut pushed = None;

@@ -25,6 +25,38 @@ mod tests;
 
 use crate::CpuId;
 
+/// `env->cpus`, kept as the CPUs taken out of the domain's span: each
+/// busiest queue whose tasks were all pinned away from the puller
+/// (`load_balance`'s `redo`). Group statistics and the busiest-queue search
+/// skip them. Room for [`ExcludedCpus::MAX`]; a pass that would take out
+/// more ends as all pinned.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ExcludedCpus {
+    cpus: [CpuId; ExcludedCpus::MAX],
+    len: usize,
+}
+
+impl ExcludedCpus {
+    /// How many CPUs one pass may take out.
+    pub const MAX: usize = 8;
+
+    /// Is `cpu` taken out?
+    #[inline]
+    pub fn contains(&self, cpu: CpuId) -> bool {
+        self.cpus[..self.len].contains(&cpu)
+    }
+
+    /// Take `cpu` out; false when there is no room.
+    pub fn push(&mut self, cpu: CpuId) -> bool {
+        if self.len == Self::MAX {
+            return false;
+        }
+        self.cpus[self.len] = cpu;
+        self.len += 1;
+        true
+    }
+}
+
 /// `enum cpu_idle_type`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CpuIdleType {
@@ -66,6 +98,8 @@ pub struct LbEnv {
     pub migration_type: MigrationType,
     /// Max tasks to examine.
     pub loop_max: u32,
+    /// CPUs taken out of `env->cpus` by the all-pinned `redo`.
+    pub excluded: ExcludedCpus,
     /// `LBF_ALL_PINNED`: no task seen so far may run on `dst_cpu`
     /// (cleared by [`lb::can_migrate_task`](crate::balance::lb::can_migrate_task)
     /// at the first task whose affinity allows it).

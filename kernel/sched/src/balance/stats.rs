@@ -119,6 +119,7 @@ pub fn update_sg_lb_stats(
     pct: u32,
     gi: usize,
     span: &CpuMask,
+    excluded: &super::ExcludedCpus,
 ) -> (SgLbStats, bool) {
     let mut s = SgLbStats {
         group: gi,
@@ -127,6 +128,17 @@ pub fn update_sg_lb_stats(
     let mut overloaded = false;
     let mut first_threads = 0;
     for cpu in span.iter() {
+        // The group's capacity and weight are the whole group's
+        // (sgc->capacity, group_weight); the sums below skip the CPUs an
+        // all-pinned redo took out (for_each_cpu_and(.., env->cpus)).
+        s.group_capacity += core.capacity_of(cpu);
+        s.group_weight += 1;
+        if core.topo.cpus[cpu].thread == 0 {
+            first_threads += 1;
+        }
+        if excluded.contains(cpu) {
+            continue;
+        }
         s.group_load += core.cpu_load_avg(cpu);
         s.group_util += core.cpu_util(cpu);
         s.group_runnable += core.cpu_runnable(cpu);
@@ -136,11 +148,6 @@ pub fn update_sg_lb_stats(
         overloaded |= nr > 1;
         if nr == 0 && core.idle_cpu(cpu) {
             s.idle_cpus += 1;
-        }
-        s.group_capacity += core.capacity_of(cpu);
-        s.group_weight += 1;
-        if core.topo.cpus[cpu].thread == 0 {
-            first_threads += 1;
         }
     }
     s.cores = first_threads.max(1);
@@ -217,7 +224,7 @@ pub fn update_sd_lb_stats(core: &mut SchedCore, env: &LbEnv) -> SdLbStats {
     };
     let mut sum_util = 0;
     for (gi, g) in sd.groups.iter().enumerate() {
-        let (s, _) = update_sg_lb_stats(core, pct, gi, &g.span);
+        let (s, _) = update_sg_lb_stats(core, pct, gi, &g.span, &env.excluded);
         sum_util += s.group_util;
         sds.total_load += s.group_load;
         sds.total_capacity += s.group_capacity;

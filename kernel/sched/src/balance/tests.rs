@@ -57,6 +57,7 @@ fn sibling_imbalance_equalizes_tasks_per_core() {
         migration_type: MigrationType::Task,
         loop_max: 32,
         all_pinned: false,
+        excluded: Default::default(),
     };
     let g = |nr: u32, cores: u32| SgLbStats {
         sum_nr_running: nr,
@@ -109,6 +110,7 @@ fn balanced_domain_backs_off() {
         migration_type: MigrationType::Load,
         loop_max: 32,
         all_pinned: false,
+        excluded: Default::default(),
     };
     assert_eq!(find_busiest_group(&mut s.core(), &mut env), None);
     let before = s.core().rqs[0].sd[0].balance_interval_ms;
@@ -310,6 +312,7 @@ fn should_we_balance_elects_one_cpu_per_group() {
         migration_type: MigrationType::Task,
         loop_max: 32,
         all_pinned: false,
+        excluded: Default::default(),
     };
     // All idle: cpu0 is the first idle CPU of core {0,1}.
     assert!(should_we_balance(&s.core(), &env(0, CpuIdleType::Idle)));
@@ -354,6 +357,7 @@ fn busiest_queue_by_migration_type() {
         migration_type: MigrationType::Task,
         loop_max: 32,
         all_pinned: false,
+        excluded: Default::default(),
     };
     let group_of = |s: &Scheduler, cpu: CpuId| {
         s.shared.topo.sd(0)[0]
@@ -402,6 +406,7 @@ fn task_hot_rules() {
         migration_type: MigrationType::Task,
         loop_max: 32,
         all_pinned: false,
+        excluded: Default::default(),
     };
     assert!(task_hot(&s.core(), &mc, waiting), "ran 100us ago");
     let smt = LbEnv {
@@ -668,6 +673,7 @@ fn imbalanced_active_balance_needs_a_task_imbalance() {
                     migration_type: ty,
                     loop_max: 32,
                     all_pinned: false,
+                    excluded: Default::default(),
                 };
                 for (failed, want) in [(0, false), (3, false), (4, kicks_at_4), (9, kicks_at_4)] {
                     core.rqs[1].sd[0].nr_balance_failed = failed;
@@ -680,4 +686,43 @@ fn imbalanced_active_balance_needs_a_task_imbalance() {
             }
         }
     }
+}
+
+/// `redo`: when every task of the busiest queue is pinned away from the
+/// puller, Linux takes that queue out of `env->cpus` and balances the level
+/// again while CPUs outside the puller's group remain. Three tasks bound to
+/// CPU 0 and two free ones on CPU 2: CPU 1's pass first finds CPU 0 (more
+/// tasks), cannot take any, and then pulls one of CPU 2's.
+#[test]
+fn an_all_pinned_queue_is_skipped_and_the_next_busiest_balanced() {
+    let mut s = sched(&spec(1, 4, 1, 1), PickPolicy::Cfs, "");
+    for _ in 0..3 {
+        s.wake_up_new_task_bound(None, 0, 0, TaskPolicy::Normal, 1000);
+    }
+    s.schedule(0, 1000);
+    let free = queue_on(&mut s, 2, 2, 1000);
+    let mut env = LbEnv {
+        dst_cpu: 1,
+        level: 0,
+        idle: CpuIdleType::Idle,
+        src_cpu: 1,
+        imbalance: 0,
+        migration_type: MigrationType::Load,
+        loop_max: 32,
+        all_pinned: false,
+        excluded: Default::default(),
+    };
+    let group = find_busiest_group(&mut s.core(), &mut env).expect("imbalanced");
+    let first = super::fbg::find_busiest_queue(&s.core(), &env, group);
+    assert_eq!(first, Some(0), "the pinned queue is the busiest");
+    let r = load_balance(&mut s.core(), 1, 0, CpuIdleType::Idle, 2_000_000);
+    assert_eq!(r.moved.len(), 1, "{:?}", s.stats().lb);
+    assert_eq!((r.moved[0].from, r.moved[0].to), (2, 1));
+    assert!(free.contains(&r.moved[0].task));
+    let lb = s.stats().lb;
+    assert_eq!((lb.lb_count, lb.lb_gained, lb.lb_balanced), (1, 1, 0));
+    // With nothing else to take, the same pass ends all pinned.
+    let r = load_balance(&mut s.core(), 3, 0, CpuIdleType::Idle, 3_000_000);
+    assert!(r.moved.is_empty());
+    assert_eq!(s.stats().lb.lb_balanced, 1);
 }
