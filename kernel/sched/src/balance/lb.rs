@@ -330,10 +330,8 @@ fn load_balance_one(
                 if env.excluded.push(src) && others_left(core, &env) {
                     continue 'find;
                 }
-                core.stats.lb.lb_balanced += 1;
-                core.rqs[dst].sd[level].nr_balance_failed = 0;
-                out_one_pinned(core, &env);
-                return res;
+                // out_all_pinned: the balanced exit below.
+                break 'find true;
             }
         }
         let min_interval = u64::from(core.topo.sd(dst)[level].min_interval_ms);

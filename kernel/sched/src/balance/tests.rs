@@ -23,6 +23,25 @@ fn queue_on(s: &mut Scheduler, cpu: CpuId, n: usize, now: u64) -> Vec<TaskId> {
     v
 }
 
+/// The two rule sets the balancer tests cover: 5.10 (default) and 6.x.
+const VERSIONS: [(bool, &str); 2] = [(false, ""), (true, "IMBALANCED_ACTIVE_BALANCE")];
+
+/// A running task and a queued per-CPU kthread on CPU 0 of a 4-CPU socket,
+/// then five idle MC passes of CPU 1: the last ones kick the stopper on
+/// CPU 0 (the kthread may not move, the runner may). Returns (runner, kthread).
+fn kick_runner_off_cpu0(s: &mut Scheduler) -> (TaskId, TaskId) {
+    let runner = queue_on(s, 0, 1, 1000)[0];
+    let kt = s
+        .wake_up_new_task_on(None, 0, 0, TaskPolicy::Normal, 1000)
+        .task;
+    s.set_percpu_kthread(kt, true);
+    assert_eq!(s.current(0), Some(runner));
+    for i in 0..5 {
+        load_balance(&mut s.core(), 1, 0, CpuIdleType::Idle, 2_000_000 + i);
+    }
+    (runner, kt)
+}
+
 #[test]
 fn classification() {
     // 2 CPUs, 3 tasks, saturated util -> overloaded.
@@ -156,15 +175,7 @@ fn cache_hot_task_stays_until_balancing_keeps_failing() {
 #[test]
 fn active_balance_pushes_the_running_task() {
     let mut s = sched(&spec(1, 4, 1, 1), PickPolicy::Cfs, "");
-    let runner = queue_on(&mut s, 0, 1, 1000)[0];
-    let kt = s
-        .wake_up_new_task_on(None, 0, 0, TaskPolicy::Normal, 1000)
-        .task;
-    s.set_percpu_kthread(kt, true);
-    assert_eq!(s.current(0), Some(runner));
-    for i in 0..5 {
-        load_balance(&mut s.core(), 1, 0, CpuIdleType::Idle, 2_000_000 + i);
-    }
+    let (runner, kt) = kick_runner_off_cpu0(&mut s);
     assert_eq!(s.core().rqs[0].active_balance, Some(1));
     // Linux counts alb_count in the stopper, not at the kick.
     assert_eq!(s.stats().lb.alb_count, 0);
@@ -438,12 +449,7 @@ fn task_hot_rules() {
 /// interval to its minimum. The push resets the failures in both.
 #[test]
 fn active_balance_moves_a_lone_task_off_a_busy_core() {
-    for linux6 in [false, true] {
-        let features = if linux6 {
-            "IMBALANCED_ACTIVE_BALANCE"
-        } else {
-            ""
-        };
+    for (linux6, features) in VERSIONS {
         let mut s = sched(&spec(1, 2, 2, 1), PickPolicy::Cfs, features);
         let (a, b) = {
             let c = s.core();
@@ -522,21 +528,9 @@ fn active_balance_moves_a_lone_task_off_a_busy_core() {
 /// another kind would).
 #[test]
 fn the_stopper_honours_hotness_only_in_5_10() {
-    for linux6 in [false, true] {
-        let features = if linux6 {
-            "IMBALANCED_ACTIVE_BALANCE"
-        } else {
-            ""
-        };
+    for (linux6, features) in VERSIONS {
         let mut s = sched(&spec(1, 4, 1, 1), PickPolicy::Cfs, features);
-        let runner = queue_on(&mut s, 0, 1, 1000)[0];
-        let kt = s
-            .wake_up_new_task_on(None, 0, 0, TaskPolicy::Normal, 1000)
-            .task;
-        s.set_percpu_kthread(kt, true);
-        for i in 0..5 {
-            load_balance(&mut s.core(), 1, 0, CpuIdleType::Idle, 2_000_000 + i);
-        }
+        let (runner, _) = kick_runner_off_cpu0(&mut s);
         assert_eq!(s.core().rqs[0].active_balance, Some(1), "{features}");
         s.core().rqs[1].sd[0].nr_balance_failed = 0;
         let sw = s.schedule(0, 2_000_100);
@@ -567,12 +561,7 @@ fn the_stopper_honours_hotness_only_in_5_10() {
 /// interval doubling up to 512 ms.
 #[test]
 fn pinned_tasks_back_the_balancer_off() {
-    for linux6 in [false, true] {
-        let features = if linux6 {
-            "IMBALANCED_ACTIVE_BALANCE"
-        } else {
-            ""
-        };
+    for (_, features) in VERSIONS {
         for lone in [true, false] {
             let (s, dst, level) = if lone {
                 let s = sched(&spec(1, 2, 2, 1), PickPolicy::Cfs, features);
