@@ -473,16 +473,53 @@ pub fn profile_toml(records: &[Value], source: &str) -> Result<String> {
                 note: "node distance of the measured remote pair (topology record: the SLIT, or 10/20 without one), so remote values hold at it".into(),
             },
         );
-    let remote_mem: Vec<String> = from
+    // Remote DRAM: the chases from the other nodes (the buffer's node is
+    // known), each brought to `remote_slit` by the model's linear SLIT
+    // scaling; their median.
+    let slit_at: f64 = remote_slit
+        .value
+        .parse()
+        .unwrap_or(f64::from(base.cache.remote_slit));
+    let remote_chases: Vec<(u64, u64, u64)> = from
         .iter()
         .filter(|f| buffer_node.is_some() && f["node"].as_u64() != buffer_node)
-        .map(|f| {
-            format!(
-                "node {} (SLIT {}): {} ns",
-                f["node"], f["slit"], f["ns_per_hop"]
-            )
+        .filter_map(|f| {
+            Some((
+                f["node"].as_u64()?,
+                f["slit"].as_u64().filter(|&s| s > 10)?,
+                f["ns_per_hop"].as_u64()?,
+            ))
         })
         .collect();
+    let remote_dram = match median(
+        remote_chases
+            .iter()
+            .map(|&(_, slit, ns)| ns as f64 * slit_at / slit as f64)
+            .collect(),
+    ) {
+        Some(ns) => measured(
+            "remote_dram_ns",
+            ns.round(),
+            &format!(
+                "the same chase from the other nodes ({}), scaled linearly to SLIT {} (median)",
+                remote_chases
+                    .iter()
+                    .map(|(n, slit, ns)| format!("node {n} at SLIT {slit}: {ns} ns"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                num(slit_at)
+            ),
+        ),
+        None => builtin(
+            "remote_dram_ns",
+            base.cache.remote_dram_ns,
+            if buffer_node.is_none() {
+                "the chase buffer's node is unknown, so no chase is known to be remote"
+            } else {
+                "no chase from another node in the log"
+            },
+        ),
+    };
 
     let mut cache = vec![
         measured(
@@ -553,6 +590,7 @@ pub fn profile_toml(records: &[Value], source: &str) -> Result<String> {
         tlb_param(&cal["mm"], base.mm.tlb_entries),
     ];
     cache.push(dram);
+    cache.push(remote_dram);
     cache.push(remote_slit);
 
     let mut t = String::new();
@@ -616,13 +654,6 @@ pub fn profile_toml(records: &[Value], source: &str) -> Result<String> {
     section_body(w, &[idle_exit])?;
     writeln!(w, "\n[cache]")?;
     section_body(w, &cache)?;
-    if !remote_mem.is_empty() {
-        writeln!(
-            w,
-            "# Remote memory (not a model parameter: the model's DRAM term is local only): {}",
-            remote_mem.join("; ")
-        )?;
-    }
     table(w, "line_ns", &lines)?;
     section(w, "mm", &mm)?;
     section(
@@ -924,6 +955,18 @@ mod tests {
             p.cache.dram_ns,
             local["ns_per_hop"].as_u64().unwrap() as f64
         );
+        // The chase from node 1 (SLIT 20, the remote pair's distance too).
+        let remote = mem["from"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["node"] != mem["buffer_node"])
+            .expect("a remote chase in the fixture");
+        assert_eq!(remote["slit"], 20);
+        assert_eq!(
+            p.cache.remote_dram_ns,
+            remote["ns_per_hop"].as_u64().unwrap() as f64
+        );
     }
 
     #[test]
@@ -939,6 +982,7 @@ mod tests {
             "fork_ns",
             "idle_exit_ns",
             "dram_ns",
+            "remote_dram_ns",
             "private_bytes",
         ] {
             assert!(note_of(&toml, key).starts_with("# measured: "), "{key}");

@@ -15,7 +15,13 @@
 //!
 //! A task's first touch of a (new) working set brings it from memory, up
 //! to what private caches and its LLC share hold; the part beyond that
-//! streams from memory on every `compute`, wherever the task runs.
+//! streams from memory on every `compute`. Memory is placed by first touch,
+//! Linux's default policy (`MPOL_DEFAULT`: a page is allocated on the node
+//! of the CPU that faults it in): the working set lives on the node where
+//! its first `compute` ran, and a task running on another node streams it
+//! from there at `remote_dram_ns` (scaled by SLIT). Pages never move
+//! (Linux's NUMA balancing, which migrates pages towards their users after
+//! a scan delay of a second or more, is not modelled).
 //!
 //! Message data moved through a channel is charged the same way at the
 //! reader: the lines written on the writer's CPU are transferred at the
@@ -84,11 +90,29 @@ pub fn first_touch_ns(p: &Profile, ws: u64) -> f64 {
 }
 
 /// Per-`compute` memory time (ns) of the part of a working set that no
-/// cache holds.
-pub fn beyond_llc_ns(p: &Profile, ws: u64) -> f64 {
+/// cache holds, for a task on `cpu` whose working set lives in the memory
+/// of node `mem_node`, and whether that memory is remote. Local memory
+/// costs `dram_ns` per line; another node's `remote_dram_ns` at its SLIT
+/// distance from `cpu`'s node.
+pub fn beyond_llc_ns(
+    p: &Profile,
+    g: &Geometry<'_>,
+    ws: u64,
+    mem_node: u32,
+    cpu: usize,
+) -> (f64, bool) {
     let c = &p.cache;
     let beyond = ws.saturating_sub(c.private_bytes + c.llc_bytes_per_core);
-    p.transfer_ns(beyond.div_ceil(c.line_bytes), c.dram_ns)
+    if beyond == 0 {
+        return (0.0, false);
+    }
+    let node = g.topo.cpus[cpu].node;
+    let (lat, remote) = if node == mem_node {
+        (c.dram_ns, false)
+    } else {
+        (p.remote_dram_ns(g.node_slit(node, mem_node)), true)
+    };
+    (p.transfer_ns(beyond.div_ceil(c.line_bytes), lat), remote)
 }
 
 /// Time (ns) for a reader on `to` to pull `bytes` written on `from`.
@@ -121,13 +145,14 @@ pub struct Geometry<'a> {
 impl Geometry<'_> {
     /// SLIT distance between the nodes of two CPUs.
     pub fn slit(&self, a: usize, b: usize) -> u32 {
-        let (na, nb) = (
-            self.topo.cpus[a].node as usize,
-            self.topo.cpus[b].node as usize,
-        );
+        self.node_slit(self.topo.cpus[a].node, self.topo.cpus[b].node)
+    }
+
+    /// SLIT distance between two nodes.
+    pub fn node_slit(&self, a: u32, b: u32) -> u32 {
         self.slit
-            .get(na)
-            .and_then(|r| r.get(nb))
+            .get(a as usize)
+            .and_then(|r| r.get(b as usize))
             .copied()
             .unwrap_or(10)
     }
@@ -169,6 +194,28 @@ mod tests {
         // 512 KiB = 8192 lines, 8 in flight, 18 ns each from the same LLC.
         assert!((llc - 8192.0 / 8.0 * 18.0).abs() < 1e-6, "{llc}");
         assert_eq!(refill_ns(&p, &g, 0, at(4), 0, 0), 0.0, "no working set");
+    }
+
+    #[test]
+    fn memory_beyond_the_caches_streams_from_the_node_that_first_touched_it() {
+        let (t, d) = geo();
+        let g = Geometry { topo: &t, slit: &d };
+        let mut p = Profile::default_profile();
+        let ws = 8 << 20;
+        // 8 MiB less the 1 MiB private and 1.375 MiB LLC share: 5.625 MiB =
+        // 92,160 lines, 8 in flight: 11,520 line latencies.
+        let lat = 92_160.0 / 8.0;
+        assert_eq!(beyond_llc_ns(&p, &g, ws, 0, 0), (lat * 90.0, false));
+        assert_eq!(beyond_llc_ns(&p, &g, ws, 0, 1), (lat * 90.0, false));
+        // From the other node (SLIT 21 = remote_slit): remote_dram_ns.
+        assert_eq!(beyond_llc_ns(&p, &g, ws, 0, 4), (lat * 140.0, true));
+        assert_eq!(beyond_llc_ns(&p, &g, ws, 1, 0), (lat * 140.0, true));
+        assert_eq!(beyond_llc_ns(&p, &g, ws, 1, 4), (lat * 90.0, false));
+        // Scaled linearly by SLIT: at 42, twice the latency at 21.
+        p.cache.remote_slit = 42;
+        assert_eq!(beyond_llc_ns(&p, &g, ws, 0, 4), (lat * 70.0, true));
+        // A working set the caches hold streams nothing, from anywhere.
+        assert_eq!(beyond_llc_ns(&p, &g, 2 << 20, 0, 4), (0.0, false));
     }
 
     #[test]

@@ -61,6 +61,9 @@ pub(crate) struct Task {
     pub after: After,
     pub reply: Option<Reply>,
     pub ws: u64,
+    /// The node whose memory holds the working set (where it was first
+    /// touched; see [`crate::cache`]).
+    pub mem_node: u32,
     pub home: DataHome,
     pub last_cpu: Option<usize>,
     pub waiting: &'static str,
@@ -119,6 +122,9 @@ pub struct Engine {
     pub(crate) next_mm: u64,
     /// Address-space switches and TLB refills.
     pub(crate) mm_stats: MmStats,
+    /// `compute` calls whose beyond-cache part streamed from another
+    /// node's memory.
+    pub(crate) remote_memory_computes: u64,
 }
 
 impl Engine {
@@ -172,6 +178,7 @@ impl Engine {
             fatal: None,
             next_mm: 0,
             mm_stats: MmStats::default(),
+            remote_memory_computes: 0,
         };
         for cpu in 0..n {
             e.push(tick_ns, Ev::Tick(cpu));
@@ -229,6 +236,7 @@ impl Engine {
             after: After::Poll,
             reply: None,
             ws: 0,
+            mem_node: 0,
             home: DataHome::default(),
             last_cpu: None,
             waiting: "",
@@ -611,7 +619,7 @@ impl Engine {
             .take_request()
             .expect("a simulated task waited on something other than its environment");
         self.drain_closed(cpu);
-        let ns = self.request_cost(&sys, p);
+        let ns = self.request_cost(&sys, p, cpu);
         let c = self.cost(ns);
         let t = self.task(p);
         t.left = c;

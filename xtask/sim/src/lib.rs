@@ -248,6 +248,7 @@ pub fn run(cfg: &Config) -> Result<Outcome, String> {
             .u64("stale_events", e.stale_events)
             .u64("mm_switches", e.mm_stats.switches)
             .u64("tlb_refills", e.mm_stats.tlb_refills)
+            .u64("remote_memory_computes", e.remote_memory_computes)
             .u64("invariant_checks", checks.checks)
             .u64("violations", checks.violations)
             .u64(

@@ -29,7 +29,7 @@ pub(crate) enum Next {
 
 impl Engine {
     /// Entry cost (ns, before jitter) of a request.
-    pub(crate) fn request_cost(&mut self, sys: &Sys, p: TaskId) -> f64 {
+    pub(crate) fn request_cost(&mut self, sys: &Sys, p: TaskId, cpu: usize) -> f64 {
         let k = &self.prof.kernel;
         match *sys {
             Sys::Spawn(..) => k.fork_ns,
@@ -63,13 +63,22 @@ impl Engine {
             Sys::Sleep(_) => k.syscall_ns,
             Sys::Compute { units, working_set } => {
                 let mut ns = units as f64 * self.prof.cpu.compute_unit_ns;
+                let node = self.sched.shared.topo.cpus[cpu].node;
                 let t = self.task(p);
                 if t.ws != working_set {
-                    // A new working set is first touched here, from memory.
+                    // A new working set is first touched here, from memory,
+                    // and placed on this CPU's node.
                     t.ws = working_set;
+                    t.mem_node = node;
                     ns += cache::first_touch_ns(&self.prof, working_set);
                 }
-                ns + cache::beyond_llc_ns(&self.prof, working_set)
+                let mem_node = self.task(p).mem_node;
+                let (stream, remote) =
+                    cache::beyond_llc_ns(&self.prof, &self.geometry(), working_set, mem_node, cpu);
+                if remote {
+                    self.remote_memory_computes += 1;
+                }
+                ns + stream
             }
         }
     }

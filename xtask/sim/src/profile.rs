@@ -132,6 +132,10 @@ pub struct Cache {
     pub line_ns: LineNs,
     /// Local DRAM latency.
     pub dram_ns: f64,
+    /// DRAM latency of another node's memory at `remote_slit` (first-touch
+    /// NUMA placement: a task that runs away from the node holding its
+    /// working set streams it from there; see `crate::cache`).
+    pub remote_dram_ns: f64,
     /// SLIT distance at which `remote` values hold.
     pub remote_slit: u32,
 }
@@ -210,6 +214,7 @@ impl Profile {
             ("cache.line_ns.node", self.cache.line_ns.node),
             ("cache.line_ns.remote", self.cache.line_ns.remote),
             ("cache.dram_ns", self.cache.dram_ns),
+            ("cache.remote_dram_ns", self.cache.remote_dram_ns),
             ("mm.switch_ns", self.mm.switch_ns),
             ("mm.page_walk_ns", self.mm.page_walk_ns),
         ];
@@ -274,6 +279,11 @@ impl Profile {
     /// Factor for a remote SLIT distance relative to `remote_slit`.
     pub fn slit_scale(&self, slit: u32) -> f64 {
         f64::from(slit.max(10)) / f64::from(self.cache.remote_slit)
+    }
+
+    /// DRAM latency of another node's memory at SLIT distance `slit`.
+    pub fn remote_dram_ns(&self, slit: u32) -> f64 {
+        self.cache.remote_dram_ns * self.slit_scale(slit)
     }
 
     /// Time to bring `lines` lines from latency `lat`: `mlp` misses overlap.

@@ -287,3 +287,37 @@ fn workers_inherit_the_launching_threads_wakee_flips() {
         "wake_affine share: {att52}/{n52} with 52 flips, {att0}/{n0} with 0"
     );
 }
+
+#[test]
+fn a_thread_away_from_its_memory_streams_it_from_the_remote_node() {
+    // Two nodes of one CPU each and three threads with working sets beyond
+    // the caches: one CPU runs two, and balancing moves threads between
+    // the nodes after their first touch. From then on a moved thread's
+    // beyond-cache part streams from the other node's memory.
+    let args = "threads:3,phases:20,work:100000,working_set_kib:8192";
+    let go = |topology, remote_dram_ns: f64| {
+        let mut c = config(topology, "nas", args);
+        c.profile.cache.remote_dram_ns = remote_dram_ns;
+        let o = run(&c);
+        (
+            u(&record(&o, "nas"), "time_ns"),
+            u(&record(&o, "sim_stats"), "remote_memory_computes"),
+        )
+    };
+    let dram = schedsim::Profile::default_profile().cache.dram_ns;
+    let (t_flat, n_flat) = go(machine(2, 1, 1), dram);
+    let (t_numa, n_numa) = go(machine(2, 1, 1), 4.0 * dram);
+    assert!(
+        n_flat > 0 && n_numa > 0,
+        "threads ran away from their memory: {n_flat} / {n_numa} computes"
+    );
+    assert!(
+        t_numa > t_flat,
+        "remote memory at 4x local must slow the run: {t_numa} ns vs {t_flat} ns"
+    );
+    // One node: no memory is ever remote, whatever remote memory costs.
+    let (t1, n1) = go(machine(1, 2, 1), dram);
+    let (t4, n4) = go(machine(1, 2, 1), 4.0 * dram);
+    assert_eq!((n1, n4), (0, 0));
+    assert_eq!(t1, t4);
+}
