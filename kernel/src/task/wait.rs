@@ -12,9 +12,20 @@
 //! A waker changes the condition, then calls `wake_one`/`wake_all`. A wakeup
 //! that lands between `prepare` and `block` is remembered by the scheduler
 //! (`wake_pending`) and makes `block` return at once, so none is ever lost.
+//!
+//! The common case costs no lock: a waker whose queue is empty (a pipe
+//! write to a reader that is running) and a `finish` by a thread that never
+//! waited (a read that found data) only load the waiter count, as Linux's
+//! `wq_has_sleeper` and `finish_wait`'s `list_empty_careful` do. The count
+//! is changed under the queue lock with the list; `prepare` publishes its
+//! increment with a full barrier before the caller checks its condition,
+//! and a waker issues one after changing the condition and before loading
+//! the count (the pairing of `set_current_state` and `wq_has_sleeper`'s
+//! `smp_mb`), so a waiter either sees the new condition or is counted.
 
 use alloc::sync::Arc;
 use alloc::vec::Vec;
+use core::sync::atomic::{AtomicUsize, Ordering, fence};
 
 use super::thread::Thread;
 use super::{sched, wake};
@@ -24,6 +35,8 @@ use ::sched::WakeFlags;
 /// Threads waiting for one condition.
 pub struct WaitQueue {
     waiters: IrqSpinLock<Vec<Arc<Thread>>>,
+    /// `waiters.len()`, changed under its lock, read without it.
+    count: AtomicUsize,
 }
 
 impl Default for WaitQueue {
@@ -37,6 +50,7 @@ impl WaitQueue {
     pub const fn new() -> Self {
         WaitQueue {
             waiters: IrqSpinLock::new(Vec::new()),
+            count: AtomicUsize::new(0),
         }
     }
 
@@ -46,25 +60,49 @@ impl WaitQueue {
         let mut w = self.waiters.lock();
         if !w.iter().any(|t| Arc::ptr_eq(t, &me)) {
             w.push(me);
+            self.count.store(w.len(), Ordering::Relaxed);
+        }
+        // The waiter's half of the barrier pair (module docs): its
+        // condition check comes after the count a waker will read.
+        fence(Ordering::SeqCst);
+    }
+
+    /// Removes the current thread (after its condition held). A thread
+    /// that is not queued sees a count without its own entry, and a count
+    /// of 0 means it is not queued (its own increment is visible to it, and
+    /// the count stays at least 1 while it is queued): no lock then.
+    pub fn finish(&self) {
+        if self.count.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        if let Some(me) = sched::current() {
+            let mut w = self.waiters.lock();
+            w.retain(|t| !Arc::ptr_eq(t, &me));
+            self.count.store(w.len(), Ordering::Relaxed);
         }
     }
 
-    /// Removes the current thread (after its condition held).
-    pub fn finish(&self) {
-        if let Some(me) = sched::current() {
-            self.waiters.lock().retain(|t| !Arc::ptr_eq(t, &me));
-        }
+    /// Whether anyone may be waiting (`wq_has_sleeper`): after the full
+    /// barrier that orders the caller's condition change before the load.
+    fn has_sleeper(&self) -> bool {
+        fence(Ordering::SeqCst);
+        self.count.load(Ordering::Relaxed) != 0
     }
 
     /// Wakes the longest waiter with the caller's `flags`; false if nobody
     /// waited.
     pub fn wake_one(&self, flags: WakeFlags) -> bool {
+        if !self.has_sleeper() {
+            return false;
+        }
         let t = {
             let mut w = self.waiters.lock();
             if w.is_empty() {
                 None
             } else {
-                Some(w.remove(0))
+                let t = w.remove(0);
+                self.count.store(w.len(), Ordering::Relaxed);
+                Some(t)
             }
         };
         match t {
@@ -78,7 +116,14 @@ impl WaitQueue {
 
     /// Wakes every waiter with the caller's `flags`; returns how many.
     pub fn wake_all(&self, flags: WakeFlags) -> usize {
-        let all = core::mem::take(&mut *self.waiters.lock());
+        if !self.has_sleeper() {
+            return 0;
+        }
+        let all = {
+            let mut w = self.waiters.lock();
+            self.count.store(0, Ordering::Relaxed);
+            core::mem::take(&mut *w)
+        };
         for t in &all {
             wake::wake(t, flags);
         }
