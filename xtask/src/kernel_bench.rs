@@ -8,7 +8,11 @@
 //! `hackbench` threads/pipes g4 l500 under CFS and EEVDF (and EEVDF with
 //! the 52 inherited wakee flips of the Linux rig's workers, with and without
 //! `IMB_PCT_117`, and with both 6.x balancing switches), then prints one
-//! table. Each run is this crate's own `run` command in a child process, so
+//! table. Each hackbench row is run [`HB_RUNS`] times: unseeded and with
+//! `--seed 1`, `--seed 2` (the kernel's start-up jitter), since under icount
+//! a run's switch count can change several-fold with small timing
+//! differences; the table gives the median and the range. Each run is this
+//! crate's own `run` command in a child process, so
 //! the records are exactly what a user's run produces. The Linux column is
 //! the reference measured with `../shared/linux-rig` (docs/benchmarks.md); it
 //! is printed from that doc's numbers, not measured here.
@@ -23,6 +27,9 @@ use std::process::Command;
 const LINUX_PIPE_SAME_NS: f64 = 11_560.0;
 const LINUX_PIPE_CROSS_NS: f64 = 17_590.0;
 const LINUX_HB: [(&str, f64, f64, f64); 1] = [("6.12 (EEVDF)", 2.414, 81_200.0, 2_508.0)];
+
+/// Runs per hackbench row: no seed, then seeds 1, 2, ...
+const HB_RUNS: usize = 3;
 
 /// One child `run` with `--results`; returns its records.
 fn run_records(dir: &Path, tag: &str, args: &[&str]) -> Result<Vec<Value>> {
@@ -87,13 +94,10 @@ pub fn run() -> Result<i32> {
         ),
     ] {
         let flips_arg = format!("launch_wakee_flips={flips}");
-        let recs = run_records(
-            &dir,
-            &format!(
-                "hackbench-{pick}-flips{flips}{}",
-                features.to_lowercase().replace(',', "+")
-            ),
-            &[
+        let mut runs = Vec::new();
+        for r in 0..HB_RUNS {
+            let seed = r.to_string();
+            let mut args = vec![
                 "--experiment",
                 "hackbench",
                 "--pick",
@@ -108,9 +112,27 @@ pub fn run() -> Result<i32> {
                 "transport=pipe",
                 "--arg",
                 &flips_arg,
-            ],
-        )?;
-        hb.push((name, recs));
+            ];
+            if r > 0 {
+                args.extend(["--seed", &seed]);
+            }
+            let recs = run_records(
+                &dir,
+                &format!(
+                    "hackbench-{pick}-flips{flips}{}-run{r}",
+                    features.to_lowercase().replace(',', "+")
+                ),
+                &args,
+            )?;
+            let h = record(&recs, "hackbench")?;
+            runs.push(HbRun {
+                secs: num(h, &["time_ns"])? / 1e9,
+                switches: num(h, &["sched", "rq", "nr_switches"])?,
+                migrations: num(h, &["sched", "migrations", "total"])?,
+                messages: num(h, &["messages"])?.max(1.0),
+            });
+        }
+        hb.push((name, runs));
     }
     println!();
     println!("kernel wakeup path under QEMU --icount 0 (1 ns = 1 instruction, all vCPUs summed),");
@@ -146,20 +168,27 @@ pub fn run() -> Result<i32> {
         "hackbench threads pipes g4 l500  {:>8} {:>12} {:>11} {:>11} {:>10}",
         "time (s)", "switches", "migrations", "sw/msg", "migr/msg"
     );
-    for (pick, recs) in &hb {
-        let h = record(recs, "hackbench")?;
-        let msgs = num(h, &["messages"])?.max(1.0);
-        let sw = num(h, &["sched", "rq", "nr_switches"])?;
-        let mg = num(h, &["sched", "migrations", "total"])?;
-        let secs = num(h, &["time_ns"])? / 1e9;
+    for (pick, runs) in &hb {
+        let msgs = runs[0].messages;
+        let (t, sw, mg) = (
+            spread(runs, |r| r.secs),
+            spread(runs, |r| r.switches),
+            spread(runs, |r| r.migrations),
+        );
         println!(
             "  schedlab {:<23}{:>8.3} {:>12.0} {:>11.0} {:>11.3} {:>10.4}",
             pick,
-            secs,
-            sw,
-            mg,
-            sw / msgs,
-            mg / msgs
+            t.1,
+            sw.1,
+            mg.1,
+            sw.1 / msgs,
+            mg.1 / msgs
+        );
+        println!(
+            "    range of {HB_RUNS} runs{:>15} {:>12} {:>11}",
+            format!("{:.3}-{:.3}", t.0, t.2),
+            format!("{:.0}-{:.0}", sw.0, sw.2),
+            format!("{:.0}-{:.0}", mg.0, mg.2),
         );
     }
     for (name, secs, sw, mg) in LINUX_HB {
@@ -173,8 +202,24 @@ pub fn run() -> Result<i32> {
             mg / 800_000.0
         );
     }
-    println!("  (Linux: linux-rig on the same VM, mean of 5 seeds; its runs spread");
-    println!("   3,400-10,600 migrations at one seed, docs/benchmarks.md)");
+    println!("  (schedlab: median of {HB_RUNS} runs, unseeded and --seed 1..; Linux: linux-rig");
+    println!("   on the same VM, mean of 5 seeds; its runs spread 3,400-10,600 migrations");
+    println!("   at one seed, docs/benchmarks.md)");
     println!("records: {}", dir.display());
     Ok(0)
+}
+
+/// One hackbench run's figures.
+struct HbRun {
+    secs: f64,
+    switches: f64,
+    migrations: f64,
+    messages: f64,
+}
+
+/// (min, median, max) of a figure over the runs.
+fn spread(runs: &[HbRun], f: impl Fn(&HbRun) -> f64) -> (f64, f64, f64) {
+    let mut v: Vec<f64> = runs.iter().map(f).collect();
+    v.sort_by(f64::total_cmp);
+    (v[0], v[v.len() / 2], v[v.len() - 1])
 }

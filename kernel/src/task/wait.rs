@@ -1,14 +1,26 @@
 //! Wait queues: the one way a thread sleeps until some condition holds.
 //!
-//! Protocol (Linux's prepare_to_wait / schedule / finish_wait):
+//! Protocol (Linux's prepare_to_wait / schedule / finish_wait), in one of
+//! two forms:
 //! ```text
-//! loop {
-//!     wq.prepare();                 // enqueue self (under the primitive's lock)
-//!     if condition() { break }      // checked under the primitive's lock
+//! loop {                            // a condition read without a lock
+//!     wq.prepare();                 // enqueue self, then a full barrier
+//!     if condition() { break }      // (JoinHandle::join)
 //!     task::block();                // sleeps unless a wakeup already arrived
 //! }
 //! wq.finish();
+//!
+//! loop {                            // a condition under the primitive's lock
+//!     { let s = lock();             // (pipe, semaphore, barrier, mutex)
+//!       if condition(&s) { break }
+//!       wq.prepare(); }             // still under that lock
+//!     task::block();
+//! }
+//! wq.finish();
 //! ```
+//! Checking a lockless condition *before* `prepare` is not allowed: a
+//! wakeup between the check and the enqueue would be lost.
+//!
 //! A waker changes the condition, then calls `wake_one`/`wake_all`. A wakeup
 //! that lands between `prepare` and `block` is remembered by the scheduler
 //! (`wake_pending`) and makes `block` return at once, so none is ever lost.
