@@ -474,12 +474,14 @@ pub fn profile_toml(records: &[Value], source: &str) -> Result<String> {
             },
         );
     // Remote DRAM: the chases from the other nodes (the buffer's node is
-    // known), each brought to `remote_slit` by the model's linear SLIT
-    // scaling; their median.
+    // known), each brought to `remote_slit` by the model's rule (the excess
+    // over local memory scales with the SLIT distance's excess over 10);
+    // their median, never below local memory.
     let slit_at: f64 = remote_slit
         .value
         .parse()
         .unwrap_or(f64::from(base.cache.remote_slit));
+    let local: f64 = dram.value.parse().unwrap_or(base.cache.dram_ns);
     let remote_chases: Vec<(u64, u64, u64)> = from
         .iter()
         .filter(|f| buffer_node.is_some() && f["node"].as_u64() != buffer_node)
@@ -491,34 +493,51 @@ pub fn profile_toml(records: &[Value], source: &str) -> Result<String> {
             ))
         })
         .collect();
+    let at_remote_slit = |slit: u64, ns: u64| {
+        if slit_at <= 10.0 {
+            ns as f64
+        } else {
+            local + (ns as f64 - local) * (slit_at - 10.0) / (slit as f64 - 10.0)
+        }
+    };
     let remote_dram = match median(
         remote_chases
             .iter()
-            .map(|&(_, slit, ns)| ns as f64 * slit_at / slit as f64)
+            .map(|&(_, slit, ns)| at_remote_slit(slit, ns))
             .collect(),
     ) {
         Some(ns) => measured(
             "remote_dram_ns",
-            ns.round(),
+            ns.max(local).round(),
             &format!(
-                "the same chase from the other nodes ({}), scaled linearly to SLIT {} (median)",
+                "the same chase from the other nodes ({}), its excess over dram_ns scaled to SLIT {} (median{})",
                 remote_chases
                     .iter()
                     .map(|(n, slit, ns)| format!("node {n} at SLIT {slit}: {ns} ns"))
                     .collect::<Vec<_>>()
                     .join(", "),
-                num(slit_at)
+                num(slit_at),
+                if ns < local {
+                    "; below dram_ns, so raised to it"
+                } else {
+                    ""
+                }
             ),
         ),
-        None => builtin(
-            "remote_dram_ns",
-            base.cache.remote_dram_ns,
-            if buffer_node.is_none() {
-                "the chase buffer's node is unknown, so no chase is known to be remote"
-            } else {
-                "no chase from another node in the log"
-            },
-        ),
+        None => Param {
+            key: "remote_dram_ns",
+            value: num((local * base.cache.remote_dram_ns / base.cache.dram_ns).round()),
+            note: format!(
+                "NOT MEASURED by calibrate ({}): dram_ns times the built-in nominal-x86-server remote/local ratio ({} / {})",
+                if buffer_node.is_none() {
+                    "the chase buffer's node is unknown, so no chase is known to be remote"
+                } else {
+                    "no chase from another node in the log (one node?)"
+                },
+                num(base.cache.remote_dram_ns),
+                num(base.cache.dram_ns)
+            ),
+        },
     };
 
     let mut cache = vec![

@@ -19,9 +19,14 @@
 //! Linux's default policy (`MPOL_DEFAULT`: a page is allocated on the node
 //! of the CPU that faults it in): the working set lives on the node where
 //! its first `compute` ran, and a task running on another node streams it
-//! from there at `remote_dram_ns` (scaled by SLIT). Pages never move
-//! (Linux's NUMA balancing, which migrates pages towards their users after
-//! a scan delay of a second or more, is not modelled).
+//! from there at `remote_dram_ns` (its excess over `dram_ns` scaled by the
+//! SLIT distance's excess over 10). Pages never move (Linux's NUMA
+//! balancing, which migrates pages towards their users after a scan delay
+//! of a second or more, is not modelled). Granularity: the node a compute
+//! streams from, and whether it is remote, is decided when the compute
+//! starts (a task moved in the middle of one pays the old rate until its
+//! next), and a working set is known by its size (a `compute` with another
+//! size is a new working set, placed again).
 //!
 //! Message data moved through a channel is charged the same way at the
 //! reader: the lines written on the writer's CPU are transferred at the
@@ -211,9 +216,12 @@ mod tests {
         assert_eq!(beyond_llc_ns(&p, &g, ws, 0, 4), (lat * 140.0, true));
         assert_eq!(beyond_llc_ns(&p, &g, ws, 1, 0), (lat * 140.0, true));
         assert_eq!(beyond_llc_ns(&p, &g, ws, 1, 4), (lat * 90.0, false));
-        // Scaled linearly by SLIT: at 42, twice the latency at 21.
-        p.cache.remote_slit = 42;
-        assert_eq!(beyond_llc_ns(&p, &g, ws, 0, 4), (lat * 70.0, true));
+        // The excess over local scales with SLIT - 10: with the profile's
+        // 140 ns given at 32, the machine's 21 is half as far (90 + 50 / 2).
+        p.cache.remote_slit = 32;
+        assert_eq!(beyond_llc_ns(&p, &g, ws, 0, 4), (lat * 115.0, true));
+        // No remote distance is cheaper than local memory.
+        assert!(p.remote_dram_ns(12) > p.cache.dram_ns);
         // A working set the caches hold streams nothing, from anywhere.
         assert_eq!(beyond_llc_ns(&p, &g, 2 << 20, 0, 4), (0.0, false));
     }

@@ -223,6 +223,12 @@ impl Profile {
                 return Err(format!("cost profile: {k} = {v} must be in 0..=1e9 ns"));
             }
         }
+        if self.cache.remote_dram_ns < self.cache.dram_ns {
+            return Err(format!(
+                "cost profile: cache.remote_dram_ns = {} must be at least cache.dram_ns = {}",
+                self.cache.remote_dram_ns, self.cache.dram_ns
+            ));
+        }
         let s = self.cpu.smt_shared_speed;
         if !(s > 0.0 && s <= 1.0) {
             return Err(format!(
@@ -281,9 +287,18 @@ impl Profile {
         f64::from(slit.max(10)) / f64::from(self.cache.remote_slit)
     }
 
-    /// DRAM latency of another node's memory at SLIT distance `slit`.
+    /// DRAM latency of another node's memory at SLIT distance `slit`: the
+    /// excess over local memory scales with the distance's excess over the
+    /// local 10, so no remote node is ever cheaper than the local one (a
+    /// whole-latency scaling would put SLIT 12, as sub-NUMA clusters report,
+    /// below local).
     pub fn remote_dram_ns(&self, slit: u32) -> f64 {
-        self.cache.remote_dram_ns * self.slit_scale(slit)
+        let c = &self.cache;
+        if c.remote_slit <= 10 {
+            return c.remote_dram_ns;
+        }
+        let f = f64::from(slit.max(10) - 10) / f64::from(c.remote_slit - 10);
+        c.dram_ns + (c.remote_dram_ns - c.dram_ns) * f
     }
 
     /// Time to bring `lines` lines from latency `lat`: `mlp` misses overlap.
