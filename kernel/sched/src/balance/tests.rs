@@ -12,6 +12,22 @@ use crate::stats::{MigrationDistance, MigrationReason};
 use crate::task::{TaskId, TaskPolicy};
 use crate::testutil::{sched, spec};
 
+/// A balancing pass's environment as `load_balance` starts it: `dst_cpu`
+/// balancing its own queue at `level`, nothing to move yet.
+fn lb_env(dst_cpu: CpuId, level: usize, idle: CpuIdleType, migration_type: MigrationType) -> LbEnv {
+    LbEnv {
+        dst_cpu,
+        level,
+        idle,
+        src_cpu: dst_cpu,
+        imbalance: 0,
+        migration_type,
+        loop_max: 32,
+        all_pinned: false,
+        excluded: Default::default(),
+    }
+}
+
 fn queue_on(s: &mut Scheduler, cpu: CpuId, n: usize, now: u64) -> Vec<TaskId> {
     let v: Vec<TaskId> = (0..n)
         .map(|_| {
@@ -67,17 +83,7 @@ fn classification() {
 
 #[test]
 fn sibling_imbalance_equalizes_tasks_per_core() {
-    let env = LbEnv {
-        dst_cpu: 0,
-        level: 0,
-        idle: CpuIdleType::Idle,
-        src_cpu: 0,
-        imbalance: 0,
-        migration_type: MigrationType::Task,
-        loop_max: 32,
-        all_pinned: false,
-        excluded: Default::default(),
-    };
+    let env = lb_env(0, 0, CpuIdleType::Idle, MigrationType::Task);
     let g = |nr: u32, cores: u32| SgLbStats {
         sum_nr_running: nr,
         cores,
@@ -120,17 +126,7 @@ fn balanced_domain_backs_off() {
     for cpu in 0..4 {
         queue_on(&mut s, cpu, 1, 1000);
     }
-    let mut env = LbEnv {
-        dst_cpu: 1,
-        level: 0,
-        idle: CpuIdleType::NotIdle,
-        src_cpu: 1,
-        imbalance: 0,
-        migration_type: MigrationType::Load,
-        loop_max: 32,
-        all_pinned: false,
-        excluded: Default::default(),
-    };
+    let mut env = lb_env(1, 0, CpuIdleType::NotIdle, MigrationType::Load);
     assert_eq!(find_busiest_group(&mut s.core(), &mut env), None);
     let before = s.core().rqs[0].sd[0].balance_interval_ms;
     load_balance(&mut s.core(), 0, 0, CpuIdleType::NotIdle, 2_000_000);
@@ -314,17 +310,7 @@ fn should_we_balance_elects_one_cpu_per_group() {
     use super::lb::should_we_balance;
     // 1 socket x 2 cores x 2 threads: at MC level groups are the cores.
     let mut s = sched(&spec(1, 2, 2, 1), PickPolicy::Cfs, "");
-    let env = |dst: CpuId, idle| LbEnv {
-        dst_cpu: dst,
-        level: 1,
-        idle,
-        src_cpu: dst,
-        imbalance: 0,
-        migration_type: MigrationType::Task,
-        loop_max: 32,
-        all_pinned: false,
-        excluded: Default::default(),
-    };
+    let env = |dst: CpuId, idle| lb_env(dst, 1, idle, MigrationType::Task);
     // All idle: cpu0 is the first idle CPU of core {0,1}.
     assert!(should_we_balance(&s.core(), &env(0, CpuIdleType::Idle)));
     assert!(!should_we_balance(&s.core(), &env(1, CpuIdleType::Idle)));
@@ -360,15 +346,8 @@ fn busiest_queue_by_migration_type() {
     s.core().rqs[1].cfs.avg.util_avg = 800;
     // Groups at MC level are single CPUs: group index == cpu here.
     let mut env = LbEnv {
-        dst_cpu: 0,
-        level: 0,
-        idle: CpuIdleType::Idle,
-        src_cpu: 0,
         imbalance: 4000,
-        migration_type: MigrationType::Task,
-        loop_max: 32,
-        all_pinned: false,
-        excluded: Default::default(),
+        ..lb_env(0, 0, CpuIdleType::Idle, MigrationType::Task)
     };
     let group_of = |s: &Scheduler, cpu: CpuId| {
         s.shared.topo.sd(0)[0]
@@ -409,15 +388,9 @@ fn task_hot_rules() {
     s.core().rqs[0].clock = 1_000_000;
     s.core().tasks[waiting].se.exec_start = 900_000;
     let mc = LbEnv {
-        dst_cpu: 2,
-        level: 1,
-        idle: CpuIdleType::Idle,
         src_cpu: 0,
         imbalance: 1,
-        migration_type: MigrationType::Task,
-        loop_max: 32,
-        all_pinned: false,
-        excluded: Default::default(),
+        ..lb_env(2, 1, CpuIdleType::Idle, MigrationType::Task)
     };
     assert!(task_hot(&s.core(), &mc, waiting), "ran 100us ago");
     let smt = LbEnv {
@@ -654,15 +627,9 @@ fn imbalanced_active_balance_needs_a_task_imbalance() {
                 (MigrationType::Util, load_kicks),
             ] {
                 let env = LbEnv {
-                    dst_cpu: 1,
-                    level: 0,
-                    idle,
                     src_cpu: 0,
                     imbalance: 1,
-                    migration_type: ty,
-                    loop_max: 32,
-                    all_pinned: false,
-                    excluded: Default::default(),
+                    ..lb_env(1, 0, idle, ty)
                 };
                 for (failed, want) in [(0, false), (3, false), (4, kicks_at_4), (9, kicks_at_4)] {
                     core.rqs[1].sd[0].nr_balance_failed = failed;
@@ -690,17 +657,7 @@ fn an_all_pinned_queue_is_skipped_and_the_next_busiest_balanced() {
     }
     s.schedule(0, 1000);
     let free = queue_on(&mut s, 2, 2, 1000);
-    let mut env = LbEnv {
-        dst_cpu: 1,
-        level: 0,
-        idle: CpuIdleType::Idle,
-        src_cpu: 1,
-        imbalance: 0,
-        migration_type: MigrationType::Load,
-        loop_max: 32,
-        all_pinned: false,
-        excluded: Default::default(),
-    };
+    let mut env = lb_env(1, 0, CpuIdleType::Idle, MigrationType::Load);
     let group = find_busiest_group(&mut s.core(), &mut env).expect("imbalanced");
     let first = super::fbg::find_busiest_queue(&s.core(), &env, group);
     assert_eq!(first, Some(0), "the pinned queue is the busiest");
