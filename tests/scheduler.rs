@@ -158,12 +158,15 @@ fn calibrate_measures_every_distance_and_makes_a_profile() {
     assert_eq!(u(&mm["page_bytes"]), 2 << 20, "{mm}");
     assert_eq!(u(&mm["walk_pages"]), 2, "{mm}");
     // The timer's detour: CPU 0 spun for 60 tick periods; each tick opened
-    // a gap of its own (the boundaries may lose one), no IPI reached it.
+    // a gap of its own (the boundaries may lose one, and a host stall of
+    // the vCPU thread longer than a tick period puts two ticks in one gap:
+    // up to a tenth of them under a loaded host, seen 48 gaps for 51 ticks),
+    // no IPI reached it.
     let t = &c["timer"];
     let ticks = u(&t["ticks"]);
     assert!(ticks >= 10, "{t}");
     assert!(
-        u(&t["tick_gaps"]) <= ticks && u(&t["tick_gaps"]) + 2 >= ticks,
+        u(&t["tick_gaps"]) <= ticks && u(&t["tick_gaps"]) + 2 + ticks / 10 >= ticks,
         "{t}"
     );
     assert!(u(&t["gaps"]) >= u(&t["tick_gaps"]), "{t}");
