@@ -68,10 +68,25 @@ fn latency_measures_every_placement() {
     // 2 sockets x 1 core x 2 threads, one node per socket: no "same LLC,
     // other core" and no "other LLC in the node" pair exists.
     assert_eq!(names, ["same_cpu", "smt_sibling", "other_node"]);
-    for p in l["placements"].as_array().unwrap() {
+    let barrier = &l["barrier"];
+    assert_eq!(barrier["placement"], "barrier", "{l}");
+    assert_eq!(
+        barrier["cpus"],
+        serde_json::json!([0, 1]),
+        "nearest CPU: {l}"
+    );
+    for p in l["placements"].as_array().unwrap().iter().chain([barrier]) {
         let (p50, p99, max) = (u(&p["p50_ns"]), u(&p["p99_ns"]), u(&p["max_ns"]));
         assert!(0 < p50 && p50 <= p99 && p99 <= max, "{p}");
+        // Pipe writes and reads, wait queues (wake_one, and wake_all at
+        // every barrier round), wakeups, blocks, switches and ticks: no
+        // heap allocation on any CPU in the steady state.
+        assert_eq!(u(&p["heap_allocs"]), 0, "{p}");
     }
+    assert!(
+        u(&barrier["wakeups"]) >= 100,
+        "a barrier round wakes the first to arrive: {barrier}"
+    );
     assert!(u(&l["ctx_switch_ns"]) > 0);
 }
 

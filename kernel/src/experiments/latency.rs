@@ -5,6 +5,15 @@
 //!
 //! Arguments: `rounds` (round trips per placement, default 2000).
 //!
+//! A last row times a two-thread barrier round between CPU 0 and the
+//! nearest other CPU (NAS's phase boundary: one side blocks, the other's
+//! arrival wakes it with `wake_all`).
+//!
+//! Every row also counts the heap allocations made on any CPU over its
+//! last three quarters of rounds (`heap_allocs`): a steady state of pipe
+//! writes and reads, wakeups, blocks, switches and ticks allocates nothing,
+//! and a QEMU test holds it to that.
+//!
 //! Each placement also reports what the scheduler did per round trip
 //! (context switches, wakeup preemptions, wakeups): a same-CPU wakee may or
 //! may not preempt its waker before the waker blocks, and that decision, not
@@ -22,8 +31,9 @@ use core::fmt::Write;
 use crate::arch::qemu::ExitCode;
 use crate::arch::time;
 use crate::machine::Machine;
+use crate::mm::heap;
 use crate::record::{Emit, Record, json_array};
-use crate::sync::{IrqSpinLock, pipe};
+use crate::sync::{Barrier, IrqSpinLock, pipe};
 use crate::task::{self, SpawnOptions};
 use crate::watchdog;
 use workloads::args::Args;
@@ -36,6 +46,8 @@ struct Rtt {
     sorted: Vec<u64>,
     /// The scheduler's counters over the placement's run.
     stats: sched::stats::SchedStats,
+    /// Heap allocations (every CPU) over the last three quarters of rounds.
+    heap_allocs: u64,
 }
 
 impl Rtt {
@@ -51,6 +63,22 @@ impl Rtt {
     /// A counter per round trip, to two decimals (×100).
     fn per_round_x100(&self, n: u64) -> u64 {
         n * 100 / self.sorted.len().max(1) as u64
+    }
+
+    /// The row as a JSON object.
+    fn write_json(&self, w: &mut String) -> core::fmt::Result {
+        let [p50, p90, p99, max, mean] = self.summary();
+        write!(
+            w,
+            "{{\"placement\":\"{}\",\"cpus\":[{},{}],\"p50_ns\":{p50},\"p90_ns\":{p90},\"p99_ns\":{p99},\"max_ns\":{max},\"mean_ns\":{mean},\"switches\":{},\"wakeup_preempts\":{},\"wakeups\":{},\"heap_allocs\":{}}}",
+            self.name,
+            self.a,
+            self.b,
+            self.stats.rq.nr_switches,
+            self.stats.rq.wakeup_preempt,
+            self.stats.wake.nr_wakeups,
+            self.heap_allocs,
+        )
     }
 
     /// p50, p90, p99, max, mean.
@@ -94,7 +122,7 @@ fn ping_pong(name: &'static str, a: usize, b: usize, rounds: usize) -> Rtt {
     let before = task::sched::stats();
     let (to_b, from_a) = pipe(64);
     let (to_a, from_b) = pipe(64);
-    let samples = Arc::new(IrqSpinLock::new(Vec::with_capacity(rounds)));
+    let samples = Arc::new(IrqSpinLock::new((Vec::with_capacity(rounds), 0)));
     let out = samples.clone();
     let echo = task::spawn(
         SpawnOptions {
@@ -120,7 +148,9 @@ fn ping_pong(name: &'static str, a: usize, b: usize, rounds: usize) -> Rtt {
         move || {
             let mut byte = [0u8; 1];
             let mut local = Vec::with_capacity(rounds);
+            let mut allocs = AllocWindow::new(rounds);
             for i in 0..rounds {
+                allocs.round(i);
                 let t0 = time::rdtsc();
                 if to_b.write(&[i as u8]).is_err() || from_b.read(&mut byte) != 1 {
                     break;
@@ -130,13 +160,13 @@ fn ping_pong(name: &'static str, a: usize, b: usize, rounds: usize) -> Rtt {
                     watchdog::progress();
                 }
             }
-            *out.lock() = local;
+            *out.lock() = (local, allocs.count());
             // Dropping `to_b` ends the echo thread.
         },
     );
     pinger.join();
     echo.join();
-    let mut sorted = core::mem::take(&mut *samples.lock());
+    let (mut sorted, heap_allocs) = core::mem::take(&mut *samples.lock());
     sorted.sort_unstable();
     let stats = task::sched::stats().since(&before);
     Rtt {
@@ -145,6 +175,89 @@ fn ping_pong(name: &'static str, a: usize, b: usize, rounds: usize) -> Rtt {
         b,
         sorted,
         stats,
+        heap_allocs,
+    }
+}
+
+/// Counts the heap allocations from a quarter of the rounds on: the first
+/// rounds may still grow a queue or a list once.
+struct AllocWindow {
+    from_round: usize,
+    at_start: Option<u64>,
+}
+
+impl AllocWindow {
+    fn new(rounds: usize) -> Self {
+        AllocWindow {
+            from_round: rounds / 4,
+            at_start: None,
+        }
+    }
+
+    /// Called before round `i`.
+    fn round(&mut self, i: usize) {
+        if i == self.from_round {
+            self.at_start = Some(heap::allocations());
+        }
+    }
+
+    /// Allocations since the window opened (0 if it never did).
+    fn count(&self) -> u64 {
+        self.at_start.map_or(0, |a| heap::allocations() - a)
+    }
+}
+
+/// Barrier rounds between a thread on CPU `a` and one on `b`, timed on
+/// `a` from its arrival to its release.
+fn barrier_rounds(a: usize, b: usize, rounds: usize) -> Rtt {
+    let before = task::sched::stats();
+    let barrier = Arc::new(Barrier::new(2));
+    let samples = Arc::new(IrqSpinLock::new((Vec::with_capacity(rounds), 0)));
+    let (out, other) = (samples.clone(), barrier.clone());
+    let partner = task::spawn(
+        SpawnOptions {
+            name: "barrier-b".into(),
+            pinned: Some(b),
+            ..Default::default()
+        },
+        move || {
+            for _ in 0..rounds {
+                other.wait();
+            }
+        },
+    );
+    let timer = task::spawn(
+        SpawnOptions {
+            name: "barrier-a".into(),
+            pinned: Some(a),
+            ..Default::default()
+        },
+        move || {
+            let mut local = Vec::with_capacity(rounds);
+            let mut allocs = AllocWindow::new(rounds);
+            for i in 0..rounds {
+                allocs.round(i);
+                let t0 = time::rdtsc();
+                barrier.wait();
+                local.push(time::tsc_to_ns(time::rdtsc() - t0));
+                if i % 64 == 0 {
+                    watchdog::progress();
+                }
+            }
+            *out.lock() = (local, allocs.count());
+        },
+    );
+    timer.join();
+    partner.join();
+    let (mut sorted, heap_allocs) = core::mem::take(&mut *samples.lock());
+    sorted.sort_unstable();
+    Rtt {
+        name: "barrier",
+        a,
+        b,
+        sorted,
+        stats: task::sched::stats().since(&before),
+        heap_allocs,
     }
 }
 
@@ -163,6 +276,9 @@ pub fn run(m: &Machine, args: &mut Args<'_>) -> Result<ExitCode, String> {
         }
         results.push(r);
     }
+    // The nearest other CPU (the first placement after same_cpu), else CPU 0.
+    let partner = results.get(1).map_or(0, |r| r.b);
+    let barrier = barrier_rounds(0, partner, rounds);
     watchdog::disarm();
     let hypervisor = crate::arch::cpu::under_hypervisor();
     log::info!(
@@ -174,7 +290,7 @@ pub fn run(m: &Machine, args: &mut Args<'_>) -> Result<ExitCode, String> {
         }
     );
     log::info!(
-        "  {:<20} {:>7} {:>10} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9}",
+        "  {:<20} {:>7} {:>10} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>6}",
         "placement",
         "cpus",
         "p50",
@@ -183,36 +299,29 @@ pub fn run(m: &Machine, args: &mut Args<'_>) -> Result<ExitCode, String> {
         "max",
         "mean",
         "sw/rt",
-        "preempt"
+        "preempt",
+        "allocs"
     );
-    for r in &results {
+    for r in results.iter().chain(core::iter::once(&barrier)) {
         let [p50, p90, p99, max, mean] = r.summary();
         let sw = r.per_round_x100(r.stats.rq.nr_switches);
         let pre = r.per_round_x100(r.stats.rq.wakeup_preempt);
         log::info!(
-            "  {:<20} {:>3},{:<3} {p50:>10} {p90:>10} {p99:>10} {max:>10} {mean:>10} {:>6}.{:02} {:>6}.{:02}",
+            "  {:<20} {:>3},{:<3} {p50:>10} {p90:>10} {p99:>10} {max:>10} {mean:>10} {:>6}.{:02} {:>6}.{:02} {:>6}",
             r.name,
             r.a,
             r.b,
             sw / 100,
             sw % 100,
             pre / 100,
-            pre % 100
+            pre % 100,
+            r.heap_allocs
         );
     }
-    let json = json_array(&results, |w, r| {
-        let [p50, p90, p99, max, mean] = r.summary();
-        write!(
-            w,
-            "{{\"placement\":\"{}\",\"cpus\":[{},{}],\"p50_ns\":{p50},\"p90_ns\":{p90},\"p99_ns\":{p99},\"max_ns\":{max},\"mean_ns\":{mean},\"switches\":{},\"wakeup_preempts\":{},\"wakeups\":{}}}",
-            r.name,
-            r.a,
-            r.b,
-            r.stats.rq.nr_switches,
-            r.stats.rq.wakeup_preempt,
-            r.stats.wake.nr_wakeups,
-        )
-    });
+    let json = json_array(&results, |w, r| r.write_json(w));
+    let mut barrier_json = String::new();
+    // Writing into a String cannot fail.
+    let _ = barrier.write_json(&mut barrier_json);
     // One CPU: a round trip is two context switches plus one pipe write and
     // read on each side, so half of it bounds one switch (lmbench lat_ctx style).
     let ctx = results[0].pct(50) / 2;
@@ -220,6 +329,7 @@ pub fn run(m: &Machine, args: &mut Args<'_>) -> Result<ExitCode, String> {
     Record::new("latency")
         .u64("rounds", rounds as u64)
         .raw("placements", &json)
+        .raw("barrier", &barrier_json)
         .u64("ctx_switch_ns", ctx)
         .str("clock", "tsc")
         .bool("hypervisor", hypervisor)

@@ -7,6 +7,7 @@
 
 use core::alloc::{GlobalAlloc, Layout};
 use core::ptr::NonNull;
+use core::sync::atomic::{AtomicU64, Ordering};
 
 use linked_list_allocator::Heap;
 use spin::Mutex;
@@ -17,10 +18,15 @@ struct KernelHeap(Mutex<Heap>);
 #[global_allocator]
 static HEAP: KernelHeap = KernelHeap(Mutex::new(Heap::empty()));
 
+/// Allocations since boot (every CPU), so an experiment can show that a
+/// steady-state path allocates nothing (`allocations`).
+static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+
 // SAFETY: all access to the inner `Heap` is serialised by the mutex, with
 // interrupts off; `Heap` hands out disjoint, correctly aligned blocks.
 unsafe impl GlobalAlloc for KernelHeap {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
         interrupts::without_interrupts(|| {
             self.0
                 .lock()
@@ -50,4 +56,10 @@ pub fn usage() -> (usize, usize) {
         let h = HEAP.0.lock();
         (h.used(), h.free())
     })
+}
+
+/// Heap allocations made since boot, on every CPU (reallocations included:
+/// `GlobalAlloc::realloc` allocates through `alloc`).
+pub fn allocations() -> u64 {
+    ALLOCATIONS.load(Ordering::Relaxed)
 }

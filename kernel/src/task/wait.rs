@@ -46,9 +46,17 @@ use ::sched::WakeFlags;
 
 /// Threads waiting for one condition.
 pub struct WaitQueue {
-    waiters: IrqSpinLock<Vec<Arc<Thread>>>,
-    /// `waiters.len()`, changed under its lock, read without it.
+    waiters: IrqSpinLock<Waiters>,
+    /// `waiters.list.len()`, changed under its lock, read without it.
     count: AtomicUsize,
+}
+
+/// The queue proper and an empty list with room, which `wake_all` swaps in
+/// so that the waiters who queue again (every barrier round) find room and
+/// do not allocate.
+struct Waiters {
+    list: Vec<Arc<Thread>>,
+    spare: Vec<Arc<Thread>>,
 }
 
 impl Default for WaitQueue {
@@ -61,7 +69,10 @@ impl WaitQueue {
     /// An empty queue.
     pub const fn new() -> Self {
         WaitQueue {
-            waiters: IrqSpinLock::new(Vec::new()),
+            waiters: IrqSpinLock::new(Waiters {
+                list: Vec::new(),
+                spare: Vec::new(),
+            }),
             count: AtomicUsize::new(0),
         }
     }
@@ -70,9 +81,9 @@ impl WaitQueue {
     pub fn prepare(&self) {
         let me = sched::current().expect("waiting outside a thread");
         let mut w = self.waiters.lock();
-        if !w.iter().any(|t| Arc::ptr_eq(t, &me)) {
-            w.push(me);
-            self.count.store(w.len(), Ordering::Relaxed);
+        if !w.list.iter().any(|t| Arc::ptr_eq(t, &me)) {
+            w.list.push(me);
+            self.count.store(w.list.len(), Ordering::Relaxed);
         }
         // The waiter's half of the barrier pair (module docs): its
         // condition check comes after the count a waker will read.
@@ -89,8 +100,8 @@ impl WaitQueue {
         }
         if let Some(me) = sched::current() {
             let mut w = self.waiters.lock();
-            w.retain(|t| !Arc::ptr_eq(t, &me));
-            self.count.store(w.len(), Ordering::Relaxed);
+            w.list.retain(|t| !Arc::ptr_eq(t, &me));
+            self.count.store(w.list.len(), Ordering::Relaxed);
         }
     }
 
@@ -109,11 +120,11 @@ impl WaitQueue {
         }
         let t = {
             let mut w = self.waiters.lock();
-            if w.is_empty() {
+            if w.list.is_empty() {
                 None
             } else {
-                let t = w.remove(0);
-                self.count.store(w.len(), Ordering::Relaxed);
+                let t = w.list.remove(0);
+                self.count.store(w.list.len(), Ordering::Relaxed);
                 Some(t)
             }
         };
@@ -127,18 +138,31 @@ impl WaitQueue {
     }
 
     /// Wakes every waiter with the caller's `flags`; returns how many.
+    ///
+    /// The waiters are taken out under the lock and woken outside it (a
+    /// wakeup under an IRQ lock could not preempt the waker at once); the
+    /// spare list goes in their place and the emptied one comes back as the
+    /// spare, so a steady state of waits and `wake_all`s allocates nothing.
     pub fn wake_all(&self, flags: WakeFlags) -> usize {
         if !self.has_sleeper() {
             return 0;
         }
-        let all = {
+        let mut all = {
             let mut w = self.waiters.lock();
             self.count.store(0, Ordering::Relaxed);
-            core::mem::take(&mut *w)
+            let spare = core::mem::take(&mut w.spare);
+            core::mem::replace(&mut w.list, spare)
         };
         for t in &all {
             wake::wake(t, flags);
         }
-        all.len()
+        let n = all.len();
+        // Drop the references outside the lock (a last one frees a thread).
+        all.clear();
+        let mut w = self.waiters.lock();
+        if w.spare.capacity() < all.capacity() {
+            w.spare = all;
+        }
+        n
     }
 }
