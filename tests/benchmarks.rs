@@ -276,6 +276,39 @@ fn nas_team_runs_every_phase_and_reports_its_fork_spread() {
 }
 
 #[test]
+fn nas_barrier_spinners_are_released_without_a_wakeup() {
+    let nas = |args: &'static str| {
+        let mut b = Boot::new("nas");
+        b.machine = Machine {
+            sockets: 1,
+            cores: 4,
+            threads: 1,
+            numa_nodes: 1,
+            memory_mib: 256,
+            ..Machine::default()
+        };
+        b.args = args;
+        b.timeout = Duration::from_secs(240);
+        let r = b.expect(Outcome::Success);
+        r.record("nas").expect("nas record").clone()
+    };
+    // Odd threads do 4x the work: the even ones wait at every barrier.
+    let sleep = nas("threads:4,phases:10,work:2000,imbalance_pct:300");
+    let spin = nas("threads:4,phases:10,work:2000,imbalance_pct:300,spin_us:5000000");
+    assert_eq!(u(&spin["spin_us"]), 5_000_000, "{spin}");
+    for n in [&sleep, &spin] {
+        assert_eq!(u(&n["work_units"]), 10 * (2 * 2000 + 2 * 8000), "{n}");
+    }
+    let wakeups = |n: &Value| u(&n["sched"]["wake"]["nr_wakeups"]);
+    assert!(
+        wakeups(&sleep) >= 10,
+        "sleeping waiters are woken at every barrier: {sleep}"
+    );
+    // A 5 s spin outlasts every wait: only the main thread's joins wake.
+    assert!(wakeups(&spin) <= 4, "spinners need no wakeup: {spin}");
+}
+
+#[test]
 fn trace_becomes_a_timeline_with_every_fork_and_switch() {
     let mut b = Boot::new("hackbench");
     b.args = "groups:1,fds:3,loops:10";

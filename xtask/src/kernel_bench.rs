@@ -139,8 +139,8 @@ pub fn run() -> Result<i32> {
     println!("default preset (8 vCPUs: 2 sockets x 2 cores x 2 threads, 2 nodes), release kernel");
     println!();
     println!(
-        "pipe round trip     {:>12} {:>8} {:>9} {:>14}",
-        "instructions", "sw/rt", "preempt", "Linux 6.12"
+        "pipe round trip     {:>12} {:>8} {:>9} {:>14} {:>7}",
+        "instructions", "sw/rt", "preempt", "Linux 6.12", "allocs"
     );
     let l = record(&lat, "latency")?;
     for p in l["placements"].as_array().context("latency placements")? {
@@ -152,17 +152,30 @@ pub fn run() -> Result<i32> {
             LINUX_PIPE_CROSS_NS
         };
         println!(
-            "  {:<18}{:>12.0} {:>8.2} {:>9.2} {:>14.0}",
+            "  {:<18}{:>12.0} {:>8.2} {:>9.2} {:>14.0} {:>7.0}",
             name,
             num(p, &["p50_ns"])?,
             num(p, &["switches"])? / rounds,
             num(p, &["wakeup_preempts"])? / rounds,
-            linux
+            linux,
+            num(p, &["heap_allocs"])?
         );
     }
+    let b = &l["barrier"];
+    println!(
+        "  {:<18}{:>12.0} {:>8.2} {:>9.2} {:>14} {:>7.0}",
+        "barrier (mean)",
+        num(b, &["mean_ns"])?,
+        num(b, &["switches"])? / num(l, &["rounds"])?.max(1.0),
+        num(b, &["wakeup_preempts"])? / num(l, &["rounds"])?.max(1.0),
+        "-",
+        num(b, &["heap_allocs"])?
+    );
     println!("  (p50 of the round trips; sw/rt and preempt: context switches and wakeup");
     println!("   preemptions per round trip; Linux: perf bench sched pipe, same CPU pinned");
-    println!("   and unpinned, docs/benchmarks.md)");
+    println!("   and unpinned, docs/benchmarks.md; barrier: a two-thread barrier round between");
+    println!("   CPU 0 and its SMT sibling, mean; allocs: heap allocations on any CPU over the");
+    println!("   last three quarters of the rounds)");
     println!();
     println!(
         "hackbench threads pipes g4 l500  {:>8} {:>12} {:>11} {:>11} {:>10}",

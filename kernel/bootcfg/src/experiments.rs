@@ -66,7 +66,7 @@ pub const EXPERIMENTS: &[ExperimentInfo] = &[
     },
     ExperimentInfo {
         name: "nas",
-        description: "NAS OpenMP shape (BT/LU/SP/UA): fork a team, compute phases separated by barriers, join; time, Mop/s and fork spread (args: threads, phases, work, imbalance_pct)",
+        description: "NAS OpenMP shape (BT/LU/SP/UA): fork a team, compute phases separated by barriers, join; time, Mop/s and fork spread (args: threads, phases, work, imbalance_pct, working_set_kib, spin_us)",
         test_only: false,
     },
     ExperimentInfo {

@@ -200,8 +200,8 @@ impl Env for KernelEnv {
         rx.reader.read(&mut rx.buf[..max])
     }
 
-    fn barrier(&self, parties: usize) -> Barrier {
-        Barrier::new(parties)
+    fn barrier(&self, parties: usize, spin_ns: u64) -> Barrier {
+        Barrier::with_spin(parties, spin_ns)
     }
 
     async fn barrier_wait(&self, b: &Barrier) -> bool {

@@ -1,30 +1,47 @@
 //! A reusable barrier for `n` threads (NAS-style compute phases).
+//!
+//! A waiter that is not the last to arrive may first spin: it polls the
+//! round's generation for up to `spin_ns` with `pause`, as libgomp's
+//! `gomp_barrier_wait` does for `GOMP_SPINCOUNT` iterations before its futex
+//! wait, and only then sleeps on the wait queue. A released spinner needs no
+//! wakeup; the last arrival wakes only the threads that went to sleep.
+
+use core::sync::atomic::{AtomicU64, Ordering};
 
 use super::IrqSpinLock;
+use crate::arch::time;
 use crate::task::{self, WF_NONE, WaitQueue};
 
 struct State {
     arrived: usize,
-    generation: u64,
 }
 
 /// Blocks each caller until `n` threads have called `wait`.
 pub struct Barrier {
     n: usize,
+    spin_ns: u64,
     state: IrqSpinLock<State>,
+    /// The round number, advanced under `state`'s lock by the last arrival
+    /// and read without it by spinners (release/acquire).
+    generation: AtomicU64,
     waiters: WaitQueue,
 }
 
 impl Barrier {
-    /// A barrier for `n` (>= 1) threads.
+    /// A barrier for `n` (>= 1) threads whose waiters sleep at once.
     pub fn new(n: usize) -> Self {
+        Self::with_spin(n, 0)
+    }
+
+    /// A barrier for `n` (>= 1) threads whose waiters spin up to `spin_ns`
+    /// before they sleep.
+    pub fn with_spin(n: usize, spin_ns: u64) -> Self {
         assert!(n >= 1, "barrier for zero threads");
         Barrier {
             n,
-            state: IrqSpinLock::new(State {
-                arrived: 0,
-                generation: 0,
-            }),
+            spin_ns,
+            state: IrqSpinLock::new(State { arrived: 0 }),
+            generation: AtomicU64::new(0),
             waiters: WaitQueue::new(),
         }
     }
@@ -37,17 +54,20 @@ impl Barrier {
             s.arrived += 1;
             if s.arrived == self.n {
                 s.arrived = 0;
-                s.generation += 1;
+                self.generation.fetch_add(1, Ordering::Release);
                 drop(s);
                 self.waiters.wake_all(WF_NONE);
                 return true;
             }
-            s.generation
+            self.generation.load(Ordering::Relaxed)
         };
+        if self.spin(generation) {
+            return false;
+        }
         loop {
             {
-                let s = self.state.lock();
-                if s.generation != generation {
+                let _s = self.state.lock();
+                if self.generation.load(Ordering::Relaxed) != generation {
                     break;
                 }
                 self.waiters.prepare();
@@ -56,5 +76,23 @@ impl Barrier {
         }
         self.waiters.finish();
         false
+    }
+
+    /// Polls for the end of round `generation` for up to `spin_ns`; true if
+    /// it ended.
+    fn spin(&self, generation: u64) -> bool {
+        if self.spin_ns == 0 {
+            return false;
+        }
+        let start = time::rdtsc();
+        loop {
+            if self.generation.load(Ordering::Acquire) != generation {
+                return true;
+            }
+            if time::tsc_to_ns(time::rdtsc().wrapping_sub(start)) >= self.spin_ns {
+                return false;
+            }
+            core::hint::spin_loop();
+        }
     }
 }

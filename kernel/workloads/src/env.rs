@@ -168,10 +168,13 @@ pub trait Env: Clone + Send + Sync + 'static {
     /// (UDP's `RcvbufErrors`); always 0 for a stream channel.
     fn dropped(&self, rx: &Self::Rx) -> u64;
 
-    /// A barrier for `parties` threads.
-    fn barrier(&self, parties: usize) -> Self::Barrier;
+    /// A barrier for `parties` threads. A thread that is not the last to
+    /// arrive first spins for up to `spin_ns` of its CPU time, polling for
+    /// the release without sleeping (libgomp's `GOMP_SPINCOUNT` busy wait),
+    /// then sleeps until the last arrival wakes it; 0 sleeps at once.
+    fn barrier(&self, parties: usize, spin_ns: u64) -> Self::Barrier;
     /// Waits for the others; true in exactly one thread per round (the last
-    /// to arrive, which wakes the rest).
+    /// to arrive, which releases the spinners and wakes the sleepers).
     fn barrier_wait(&self, b: &Self::Barrier) -> impl Future<Output = bool> + Send;
 
     /// A semaphore holding `permits`.

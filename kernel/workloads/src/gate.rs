@@ -18,8 +18,8 @@ impl<E: Env> Gate<E> {
     /// A gate for `workers` workers and one parent.
     pub fn new(env: &E, workers: usize) -> Self {
         Gate {
-            ready: env.barrier(workers + 1),
-            go: env.barrier(workers + 1),
+            ready: env.barrier(workers + 1, 0),
+            go: env.barrier(workers + 1, 0),
         }
     }
 

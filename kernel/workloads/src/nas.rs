@@ -13,8 +13,11 @@
 //! each CPU and node, the most on one CPU) and the scheduler's decisions.
 //! `imbalance_pct` gives every other thread that much more work per phase
 //! (UA-like irregular work); `working_set_kib` is each thread's data (its
-//! cache footprint in the simulator). Barriers sleep at once (no OMP
-//! spin-wait).
+//! cache footprint in the simulator). `spin_us` is how long a thread that
+//! reaches a barrier early polls for the release before it sleeps, as
+//! libgomp's `GOMP_SPINCOUNT` busy wait (default 0: sleep at once, like
+//! `OMP_WAIT_POLICY=passive`); a spinning thread keeps its CPU busy, and
+//! one released while spinning needs no wakeup.
 
 use alloc::format;
 use alloc::string::String;
@@ -42,6 +45,8 @@ pub struct Params {
     pub imbalance_pct: u64,
     /// Each thread's data (bytes).
     pub working_set: u64,
+    /// Busy wait at a barrier before sleeping (ns).
+    pub spin_ns: u64,
     /// Per-CPU kworker noise.
     pub noise: Noise,
 }
@@ -55,6 +60,7 @@ impl Params {
             work: a.u64("work", 20_000, 1..=1_000_000_000)?,
             imbalance_pct: a.u64("imbalance_pct", 0, 0..=1000)?,
             working_set: a.u64("working_set_kib", 256, 0..=1 << 20)? * 1024,
+            spin_ns: a.u64("spin_us", 0, 0..=10_000_000)? * 1000,
             noise: Noise::from_args(a)?,
         })
     }
@@ -71,10 +77,11 @@ impl Params {
 /// Runs the team and emits its `nas` record.
 pub async fn run<E: Env>(env: &E, p: Params) -> Result<(), String> {
     let (threads, phases, work, imbalance) = (p.threads, p.phases, p.work, p.imbalance_pct);
+    let spin_us = p.spin_ns / 1000;
     env.log(format_args!(
-        "nas: {threads} threads, {phases} phases of {work} work units (imbalance {imbalance}%)"
+        "nas: {threads} threads, {phases} phases of {work} work units (imbalance {imbalance}%), barrier spin {spin_us} us"
     ));
-    let barrier = Arc::new(env.barrier(threads));
+    let barrier = Arc::new(env.barrier(threads, p.spin_ns));
     let done = Arc::new(AtomicU64::new(0));
     let noise = NoiseWorkers::start(env, p.noise).await;
     let interval = Interval::start(env);
@@ -128,6 +135,7 @@ pub async fn run<E: Env>(env: &E, p: Params) -> Result<(), String> {
         .u64("work", work)
         .u64("imbalance_pct", imbalance)
         .u64("working_set_kib", p.working_set / 1024)
+        .u64("spin_us", spin_us)
         .u64("kworker_period_us", p.noise.period_ns / 1000)
         .u64("time_ns", elapsed)
         .u64("work_units", units)

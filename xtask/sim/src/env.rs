@@ -249,10 +249,11 @@ impl Env for SimEnv {
         })
     }
 
-    fn barrier(&self, parties: usize) -> usize {
+    fn barrier(&self, parties: usize, spin_ns: u64) -> usize {
         let mut w = self.lock();
         w.barriers.push(Barrier {
             parties: parties.max(1),
+            spin_ns,
             ..Barrier::default()
         });
         w.barriers.len() - 1

@@ -32,6 +32,7 @@ const DOWN: u64 = 7;
 const UP: u64 = 8;
 const COMPUTE: u64 = 9;
 const SLEEP: u64 = 10;
+const BARRIER_SLEEP: u64 = 11;
 /// Added to `SEND`, `SENDFILE`, `RECV`: the channel is a datagram socket.
 const DATAGRAM: u64 = 0x100;
 
@@ -104,6 +105,7 @@ impl Mailbox {
             ),
             Sys::Recv { ch, max, datagram } => (RECV | dgram(datagram), ch as u64, max as u64),
             Sys::BarrierWait(b) => (BARRIER, b as u64, 0),
+            Sys::BarrierSleep { b, generation } => (BARRIER_SLEEP, b as u64, generation),
             Sys::Down(s) => (DOWN, s as u64, 0),
             Sys::Up(s) => (UP, s as u64, 0),
             Sys::Compute { units, working_set } => (COMPUTE, units, working_set),
@@ -136,6 +138,10 @@ impl Mailbox {
                 datagram,
             },
             BARRIER => Sys::BarrierWait(a as usize),
+            BARRIER_SLEEP => Sys::BarrierSleep {
+                b: a as usize,
+                generation: b,
+            },
             DOWN => Sys::Down(a as usize),
             UP => Sys::Up(a as usize),
             COMPUTE => Sys::Compute {
@@ -214,6 +220,7 @@ mod tests {
             } => format!("send {ch} {left} {copy} {datagram}"),
             Sys::Recv { ch, max, datagram } => format!("recv {ch} {max} {datagram}"),
             Sys::BarrierWait(b) => format!("barrier {b}"),
+            Sys::BarrierSleep { b, generation } => format!("barrier-sleep {b} {generation}"),
             Sys::Down(d) => format!("down {d}"),
             Sys::Up(u) => format!("up {u}"),
             Sys::Compute { units, working_set } => format!("compute {units} {working_set}"),
@@ -251,6 +258,10 @@ mod tests {
                 datagram: false,
             },
             Sys::BarrierWait(5),
+            Sys::BarrierSleep {
+                b: 5,
+                generation: u64::MAX,
+            },
             Sys::Down(6),
             Sys::Up(7),
             Sys::Compute {

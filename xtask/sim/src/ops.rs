@@ -34,6 +34,8 @@ impl Engine {
         match *sys {
             Sys::Spawn(..) => k.fork_ns,
             Sys::Join(_) | Sys::BarrierWait(_) | Sys::Down(_) | Sys::Up(_) => k.futex_ns,
+            // Not a request: the end of a spin (charged as the spin itself).
+            Sys::BarrierSleep { .. } => 0.0,
             Sys::Send {
                 left,
                 copy,
@@ -90,6 +92,28 @@ impl Engine {
         }
         let ns = self.cost(self.prof.kernel.wakeup_ns * wakeups as f64);
         Next::Work(ns, After::Reply(r))
+    }
+
+    /// The last arrival on `releaser` ends spinner `q`'s busy wait: what is
+    /// left of its spin becomes the transfer of the barrier's cache line
+    /// from the releaser's CPU to the spinner's (last) CPU, after which its
+    /// wait returns. A spinner on a CPU restarts its segment with that; a
+    /// preempted one finds it when it runs again. Neither needs a wakeup.
+    fn release_spinner(&mut self, q: TaskId, releaser: usize) {
+        let last = self.task(q).last_cpu;
+        let on_cpu = last.filter(|&c| self.cpus[c].curr == Some(q));
+        let seen_at = last.unwrap_or(releaser);
+        let line = cache::transfer_ns(&self.prof, &self.geometry(), 1, Some(releaser), seen_at);
+        let ns = self.cost(line);
+        if let Some(c) = on_cpu {
+            self.account(c);
+        }
+        let t = self.task(q);
+        t.left = ns;
+        t.after = After::Reply(Reply::Leader(false));
+        if let Some(c) = on_cpu {
+            self.start_segment(c);
+        }
     }
 
     /// Blocks `p`; when woken it does `then` after `retry_ns` of work.
@@ -265,28 +289,66 @@ impl Engine {
                 Next::Work(ns, After::Reply(Reply::Bytes(got)))
             }
             Sys::BarrierWait(b) => {
-                let released = {
+                enum Arrival {
+                    Last(Vec<TaskId>, Vec<TaskId>),
+                    Spin(u64, u64),
+                    Sleep,
+                }
+                let arrival = {
                     let mut w = self.world.lock();
                     let bar = &mut w.barriers[b];
                     bar.arrived += 1;
                     if bar.arrived == bar.parties {
                         bar.arrived = 0;
-                        Some(std::mem::take(&mut bar.waiters))
+                        bar.generation += 1;
+                        Arrival::Last(
+                            std::mem::take(&mut bar.waiters),
+                            std::mem::take(&mut bar.spinners),
+                        )
+                    } else if bar.spin_ns > 0 {
+                        bar.spinners.push(p);
+                        Arrival::Spin(bar.spin_ns, bar.generation)
                     } else {
                         bar.waiters.push(p);
-                        None
+                        Arrival::Sleep
                     }
                 };
-                match released {
-                    Some(waiters) => {
+                match arrival {
+                    Arrival::Last(waiters, spinners) => {
+                        for q in spinners {
+                            self.release_spinner(q, cpu);
+                        }
                         let n = waiters.len();
                         for q in waiters {
                             self.wake(q, cpu, false);
                         }
                         self.reply_after_wakeups(n, Reply::Leader(true))
                     }
-                    None => self.block(p, 0.0, After::Reply(Reply::Leader(false)), "barrier"),
+                    // A spin budget is a count of polls, not jittered.
+                    Arrival::Spin(ns, generation) => {
+                        Next::Work(ns, After::Do(Sys::BarrierSleep { b, generation }))
+                    }
+                    Arrival::Sleep => {
+                        self.block(p, 0.0, After::Reply(Reply::Leader(false)), "barrier")
+                    }
                 }
+            }
+            Sys::BarrierSleep { b, generation } => {
+                let released = {
+                    let mut w = self.world.lock();
+                    let bar = &mut w.barriers[b];
+                    if bar.generation == generation {
+                        bar.spinners.retain(|&q| q != p);
+                        bar.waiters.push(p);
+                        false
+                    } else {
+                        true
+                    }
+                };
+                if released {
+                    return Next::Reply(Reply::Leader(false));
+                }
+                self.block(p, 0.0, After::Reply(Reply::Leader(false)), "barrier")
             }
             Sys::Down(s) => {
                 let got = {

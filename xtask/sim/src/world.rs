@@ -52,6 +52,10 @@ pub enum Sys {
     },
     /// Arrive at a barrier.
     BarrierWait(usize),
+    /// A spinning waiter's budget ran out in round `generation` of barrier
+    /// `b`: it sleeps unless the round has ended (posted by the engine
+    /// after the spin, never by a workload).
+    BarrierSleep { b: usize, generation: u64 },
     /// Take a semaphore permit.
     Down(usize),
     /// Return a semaphore permit.
@@ -107,10 +111,16 @@ pub struct Channel {
 pub struct Barrier {
     /// Parties per round.
     pub parties: usize,
+    /// How long an early arrival spins before it sleeps (ns).
+    pub spin_ns: u64,
     /// Arrived in this round.
     pub arrived: usize,
-    /// Tasks waiting for the round to complete.
+    /// Rounds completed.
+    pub generation: u64,
+    /// Tasks asleep until the round completes.
     pub waiters: Vec<TaskId>,
+    /// Tasks spinning (on a CPU or preempted) until the round completes.
+    pub spinners: Vec<TaskId>,
 }
 
 /// A counting semaphore.

@@ -321,3 +321,40 @@ fn a_thread_away_from_its_memory_streams_it_from_the_remote_node() {
     assert_eq!((n1, n4), (0, 0));
     assert_eq!(t1, t4);
 }
+
+#[test]
+fn barrier_spinners_released_within_their_spin_need_no_wakeup() {
+    // Four threads on four cores; odd threads do twice the work, so the
+    // even ones reach every barrier `gap` early.
+    let (phases, work) = (20u64, 100_000u64);
+    let gap_ns = work as f64 * schedsim::Profile::default_profile().cpu.compute_unit_ns;
+    let nas = |spin_us: u64| {
+        let args = format!(
+            "threads:4,phases:{phases},work:{work},imbalance_pct:100,working_set_kib:0,spin_us:{spin_us}"
+        );
+        let r = record(&run(&config(machine(1, 4, 1), "nas", &args)), "nas");
+        (u(&r, "time_ns"), u(&r["sched"]["wake"], "nr_wakeups"))
+    };
+    let (t_sleep, w_sleep) = nas(0);
+    // Sleeping at once: both early threads are woken at every barrier.
+    assert!(
+        w_sleep >= 2 * phases,
+        "{w_sleep} wakeups in {phases} phases"
+    );
+    // Spinning twice the gap: released while spinning, never woken at a
+    // barrier (what is left: the main thread's join).
+    let long = (2.0 * gap_ns / 1000.0).ceil() as u64;
+    let (t_spin, w_spin) = nas(long);
+    assert!(w_spin <= 2, "spin {long} us: {w_spin} wakeups");
+    assert!(
+        t_spin < t_sleep,
+        "spinning {t_spin} ns should beat sleeping {t_sleep} ns (no wakeup, no idle exit)"
+    );
+    // Spinning a quarter of the gap: the spin runs out, they sleep anyway.
+    let short = ((gap_ns / 4.0) / 1000.0).floor().max(1.0) as u64;
+    let (_, w_short) = nas(short);
+    assert!(
+        w_short >= 2 * phases,
+        "spin {short} us of a {gap_ns} ns gap: {w_short} wakeups"
+    );
+}

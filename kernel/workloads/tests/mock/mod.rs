@@ -472,7 +472,9 @@ impl Env for Mock {
         self.lock().chans[rx.ch].dropped
     }
 
-    fn barrier(&self, parties: usize) -> usize {
+    // The mock's waiters poll (yield) until the release: spinning and
+    // sleeping are the same here.
+    fn barrier(&self, parties: usize, _spin_ns: u64) -> usize {
         let mut s = self.lock();
         s.bars.push(Bar {
             parties,
