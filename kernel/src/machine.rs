@@ -211,7 +211,7 @@ pub fn bring_up(
             "MADT: the boot CPU (APIC id {bsp_apic}) is not an enabled processor entry"
         ));
     }
-    let aps = smp::start_aps(&ap_ids, phys_offset, ap_main);
+    let aps = smp::start_aps(&ap_ids, phys_offset, ap_main, icount);
     let reset_to_online_ns = time::tsc_to_ns(time::rdtsc());
     let kernel_to_online_ns = time::now_ns();
     log::info!(

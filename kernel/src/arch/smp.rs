@@ -120,9 +120,37 @@ fn poke<T>(page: *mut u8, offset: usize, value: T) {
     unsafe { core::ptr::write_unaligned(page.add(offset) as *mut T, value) }
 }
 
+/// Waits `ns`, or until `done()`: spinning, or with `halt` (under QEMU
+/// `-icount`) halted between the boot CPU's ticks. Under icount every
+/// `rdtsc` of a spin is an exit to QEMU, and the INIT-SIPI delays of a
+/// 160-CPU bring-up spun about 1.6 G instructions; halted, QEMU jumps its
+/// virtual clock to the next tick instead. The wait then ends up to a tick
+/// late, which the start-up protocol allows (its delays are minimums).
+fn wait_until(ns: u64, halt: bool, done: impl Fn() -> bool) -> bool {
+    let start = time::now_ns();
+    while time::now_ns() - start < ns {
+        if done() {
+            return true;
+        }
+        if halt {
+            // Interrupts are on (the boot CPU's tick runs): it wakes us.
+            x86_64::instructions::hlt();
+        } else {
+            core::hint::spin_loop();
+        }
+    }
+    done()
+}
+
 /// Starts every AP in `apic_ids` (logical numbers 1, 2, ... in this order);
-/// each runs `main` once online. Returns one status per AP.
-pub fn start_aps(apic_ids: &[u32], phys_offset: u64, main: fn() -> !) -> Vec<ApStatus> {
+/// each runs `main` once online. Returns one status per AP. `halt`: wait
+/// halted between ticks rather than spinning (under `-icount`).
+pub fn start_aps(
+    apic_ids: &[u32],
+    phys_offset: u64,
+    main: fn() -> !,
+    halt: bool,
+) -> Vec<ApStatus> {
     let mut status = Vec::with_capacity(apic_ids.len());
     if apic_ids.is_empty() {
         return status;
@@ -165,21 +193,14 @@ pub fn start_aps(apic_ids: &[u32], phys_offset: u64, main: fn() -> !) -> Vec<ApS
         core::sync::atomic::fence(Ordering::SeqCst);
 
         let t0 = time::now_ns();
+        let started = || boot.started.load(Ordering::Acquire);
         apic::send_init(apic_id);
-        time::delay_ns(10_000_000);
+        wait_until(10_000_000, halt, || false);
         apic::send_startup(apic_id, sipi_page);
-        time::delay_ns(200_000);
-        if !boot.started.load(Ordering::Acquire) {
+        if !wait_until(200_000, halt, started) {
             apic::send_startup(apic_id, sipi_page);
         }
-        let mut online = false;
-        while time::now_ns() - t0 < AP_TIMEOUT_NS {
-            if boot.started.load(Ordering::Acquire) {
-                online = true;
-                break;
-            }
-            core::hint::spin_loop();
-        }
+        let online = wait_until(AP_TIMEOUT_NS, halt, started);
         let start_ns = time::now_ns() - t0;
         if !online {
             log::error!(
