@@ -306,6 +306,12 @@ fn nas_barrier_spinners_are_released_without_a_wakeup() {
     );
     // A 5 s spin outlasts every wait: only the main thread's joins wake.
     assert!(wakeups(&spin) <= 4, "spinners need no wakeup: {spin}");
+    // ... and a release ends it: spinners that used up their budget in
+    // each of the 10 rounds would take at least 50 s.
+    assert!(
+        u(&spin["time_ns"]) < 5_000_000_000,
+        "a release ends the spin: {spin}"
+    );
 }
 
 #[test]

@@ -145,12 +145,7 @@ fn wait_until(ns: u64, halt: bool, done: impl Fn() -> bool) -> bool {
 /// Starts every AP in `apic_ids` (logical numbers 1, 2, ... in this order);
 /// each runs `main` once online. Returns one status per AP. `halt`: wait
 /// halted between ticks rather than spinning (under `-icount`).
-pub fn start_aps(
-    apic_ids: &[u32],
-    phys_offset: u64,
-    main: fn() -> !,
-    halt: bool,
-) -> Vec<ApStatus> {
+pub fn start_aps(apic_ids: &[u32], phys_offset: u64, main: fn() -> !, halt: bool) -> Vec<ApStatus> {
     let mut status = Vec::with_capacity(apic_ids.len());
     if apic_ids.is_empty() {
         return status;

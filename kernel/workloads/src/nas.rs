@@ -17,7 +17,9 @@
 //! reaches a barrier early polls for the release before it sleeps, as
 //! libgomp's `GOMP_SPINCOUNT` busy wait (default 0: sleep at once, like
 //! `OMP_WAIT_POLICY=passive`); a spinning thread keeps its CPU busy, and
-//! one released while spinning needs no wakeup.
+//! one released while spinning needs no wakeup. With more threads than
+//! CPUs the spin is cut to 1/3000 of it, as libgomp throttles its 300,000
+//! polls (`OMP_WAIT_POLICY` unset) to 100 (`gomp_throttled_spin_count_var`).
 
 use alloc::format;
 use alloc::string::String;
@@ -65,6 +67,16 @@ impl Params {
         })
     }
 
+    /// The barrier spin the team uses on `nr_cpus` CPUs: libgomp's
+    /// throttle when its threads outnumber them (100 of 300,000 polls).
+    pub fn spin_ns_on(&self, nr_cpus: usize) -> u64 {
+        if self.threads > nr_cpus {
+            self.spin_ns * 100 / 300_000
+        } else {
+            self.spin_ns
+        }
+    }
+
     fn work_of(&self, thread: u64) -> u64 {
         if thread % 2 == 1 {
             self.work + self.work * self.imbalance_pct / 100
@@ -78,10 +90,11 @@ impl Params {
 pub async fn run<E: Env>(env: &E, p: Params) -> Result<(), String> {
     let (threads, phases, work, imbalance) = (p.threads, p.phases, p.work, p.imbalance_pct);
     let spin_us = p.spin_ns / 1000;
+    let spin_ns = p.spin_ns_on(env.topo().cpus.len());
     env.log(format_args!(
-        "nas: {threads} threads, {phases} phases of {work} work units (imbalance {imbalance}%), barrier spin {spin_us} us"
+        "nas: {threads} threads, {phases} phases of {work} work units (imbalance {imbalance}%), barrier spin {spin_ns} ns"
     ));
-    let barrier = Arc::new(env.barrier(threads, p.spin_ns));
+    let barrier = Arc::new(env.barrier(threads, spin_ns));
     let done = Arc::new(AtomicU64::new(0));
     let noise = NoiseWorkers::start(env, p.noise).await;
     let interval = Interval::start(env);
@@ -136,6 +149,7 @@ pub async fn run<E: Env>(env: &E, p: Params) -> Result<(), String> {
         .u64("imbalance_pct", imbalance)
         .u64("working_set_kib", p.working_set / 1024)
         .u64("spin_us", spin_us)
+        .u64("spin_ns_used", spin_ns)
         .u64("kworker_period_us", p.noise.period_ns / 1000)
         .u64("time_ns", elapsed)
         .u64("work_units", units)
@@ -155,4 +169,25 @@ pub async fn run<E: Env>(env: &E, p: Params) -> Result<(), String> {
         return Err(format!("nas: {units} work units done, expected {expected}"));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params(args: &str) -> Params {
+        Params::from_args(&mut Args::new("nas", args), 8).expect("params")
+    }
+
+    #[test]
+    fn spin_is_libgomps_throttled_count_when_threads_outnumber_cpus() {
+        // 1.5 ms for 300,000 polls; throttled, 100 of them: 500 ns.
+        let p = params("spin_us:1500");
+        assert_eq!(p.threads, 8, "one thread per CPU by default");
+        assert_eq!(p.spin_ns_on(8), 1_500_000);
+        assert_eq!(p.spin_ns_on(16), 1_500_000);
+        let over = params("threads:9,spin_us:1500");
+        assert_eq!(over.spin_ns_on(8), 500);
+        assert_eq!(params("threads:9").spin_ns_on(8), 0);
+    }
 }

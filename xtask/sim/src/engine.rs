@@ -58,6 +58,10 @@ pub(crate) struct Task {
     pub fut: Option<TaskFuture>,
     pub serial: u64,
     pub left: u64,
+    /// Of `left`, the part that is a barrier spin: charges added on top
+    /// (a switch-in's refill, a timer interrupt) are worked off first, and
+    /// a release cuts only this part (see `ops::release_spinner`).
+    pub spin: u64,
     pub after: After,
     pub reply: Option<Reply>,
     pub ws: u64,
@@ -233,6 +237,7 @@ impl Engine {
             fut: Some(fut),
             serial,
             left: 0,
+            spin: 0,
             after: After::Poll,
             reply: None,
             ws: 0,
@@ -260,7 +265,9 @@ impl Engine {
                     // subtract is all of it.
                     self.cpus[cpu].seg_start = self.now;
                     if let Some(p) = self.cpus[cpu].curr {
-                        self.task(p).left = 0;
+                        let t = self.task(p);
+                        t.left = 0;
+                        t.spin = 0;
                     }
                     self.run_after(cpu);
                 } else {
@@ -337,6 +344,7 @@ impl Engine {
         {
             let done = (self.now - start) * rate / 1000;
             t.left = t.left.saturating_sub(done);
+            t.spin = t.spin.min(t.left);
         }
     }
 

@@ -95,7 +95,8 @@ impl Engine {
     }
 
     /// The last arrival on `releaser` ends spinner `q`'s busy wait: what is
-    /// left of its spin becomes the transfer of the barrier's cache line
+    /// left of its spin (not the charges added on top of it, such as a
+    /// switch-in's refill) becomes the transfer of the barrier's cache line
     /// from the releaser's CPU to the spinner's (last) CPU, after which its
     /// wait returns. A spinner on a CPU restarts its segment with that; a
     /// preempted one finds it when it runs again. Neither needs a wakeup.
@@ -109,7 +110,8 @@ impl Engine {
             self.account(c);
         }
         let t = self.task(q);
-        t.left = ns;
+        t.left = t.left - t.spin + ns;
+        t.spin = 0;
         t.after = After::Reply(Reply::Leader(false));
         if let Some(c) = on_cpu {
             self.start_segment(c);
@@ -326,6 +328,7 @@ impl Engine {
                     }
                     // A spin budget is a count of polls, not jittered.
                     Arrival::Spin(ns, generation) => {
+                        self.task(p).spin = ns;
                         Next::Work(ns, After::Do(Sys::BarrierSleep { b, generation }))
                     }
                     Arrival::Sleep => {
@@ -345,6 +348,9 @@ impl Engine {
                         true
                     }
                 };
+                // A release replaces this continuation (`release_spinner`),
+                // so the round is still open here.
+                debug_assert!(!released, "a released spinner ran out of spin");
                 if released {
                     return Next::Reply(Reply::Leader(false));
                 }
