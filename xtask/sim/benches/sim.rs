@@ -67,6 +67,12 @@ fn main() {
         "threads:160,phases:200,work:20000",
     );
     case(
+        "nas 160 threads 200 phases spin 1.5 ms, 160 CPUs",
+        shape(4, 20, 2),
+        "nas",
+        "threads:160,phases:200,work:20000,spin_us:1500",
+    );
+    case(
         "nas 1024 threads 20 phases, 1024 CPUs",
         shape(8, 64, 2),
         "nas",

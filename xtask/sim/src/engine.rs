@@ -267,7 +267,9 @@ impl Engine {
                     if let Some(p) = self.cpus[cpu].curr {
                         let t = self.task(p);
                         t.left = 0;
-                        t.spin = 0;
+                        if t.spin != 0 {
+                            t.spin = 0;
+                        }
                     }
                     self.run_after(cpu);
                 } else {
@@ -344,7 +346,10 @@ impl Engine {
         {
             let done = (self.now - start) * rate / 1000;
             t.left = t.left.saturating_sub(done);
-            t.spin = t.spin.min(t.left);
+            // Only spinners (rare) store: no write on the common path.
+            if t.spin > t.left {
+                t.spin = t.left;
+            }
         }
     }
 

@@ -100,6 +100,7 @@ impl Engine {
     /// from the releaser's CPU to the spinner's (last) CPU, after which its
     /// wait returns. A spinner on a CPU restarts its segment with that; a
     /// preempted one finds it when it runs again. Neither needs a wakeup.
+    #[inline(never)]
     fn release_spinner(&mut self, q: TaskId, releaser: usize) {
         let last = self.task(q).last_cpu;
         let on_cpu = last.filter(|&c| self.cpus[c].curr == Some(q));
@@ -116,6 +117,79 @@ impl Engine {
         if let Some(c) = on_cpu {
             self.start_segment(c);
         }
+    }
+
+    /// `Sys::BarrierWait`: the last arrival releases the spinners and wakes
+    /// the sleepers; an early one spins (if the barrier has a budget) or
+    /// sleeps. Off the hot path: kept out of `effect`'s body.
+    #[inline(never)]
+    fn barrier_wait(&mut self, b: usize, p: TaskId, cpu: usize) -> Next {
+        enum Arrival {
+            Last(Vec<TaskId>, Vec<TaskId>),
+            Spin(u64, u64),
+            Sleep,
+        }
+        let arrival = {
+            let mut w = self.world.lock();
+            let bar = &mut w.barriers[b];
+            bar.arrived += 1;
+            if bar.arrived == bar.parties {
+                bar.arrived = 0;
+                bar.generation += 1;
+                Arrival::Last(
+                    std::mem::take(&mut bar.waiters),
+                    std::mem::take(&mut bar.spinners),
+                )
+            } else if bar.spin_ns > 0 {
+                bar.spinners.push(p);
+                Arrival::Spin(bar.spin_ns, bar.generation)
+            } else {
+                bar.waiters.push(p);
+                Arrival::Sleep
+            }
+        };
+        match arrival {
+            Arrival::Last(waiters, spinners) => {
+                for q in spinners {
+                    self.release_spinner(q, cpu);
+                }
+                let n = waiters.len();
+                for q in waiters {
+                    self.wake(q, cpu, false);
+                }
+                self.reply_after_wakeups(n, Reply::Leader(true))
+            }
+            // A spin budget is a count of polls, not jittered.
+            Arrival::Spin(ns, generation) => {
+                self.task(p).spin = ns;
+                Next::Work(ns, After::Do(Sys::BarrierSleep { b, generation }))
+            }
+            Arrival::Sleep => self.block(p, 0.0, After::Reply(Reply::Leader(false)), "barrier"),
+        }
+    }
+
+    /// `Sys::BarrierSleep`: a spinner's budget ran out in round
+    /// `generation`; it sleeps.
+    #[inline(never)]
+    fn barrier_sleep(&mut self, b: usize, generation: u64, p: TaskId) -> Next {
+        let released = {
+            let mut w = self.world.lock();
+            let bar = &mut w.barriers[b];
+            if bar.generation == generation {
+                bar.spinners.retain(|&q| q != p);
+                bar.waiters.push(p);
+                false
+            } else {
+                true
+            }
+        };
+        // A release replaces this continuation (`release_spinner`),
+        // so the round is still open here.
+        debug_assert!(!released, "a released spinner ran out of spin");
+        if released {
+            return Next::Reply(Reply::Leader(false));
+        }
+        self.block(p, 0.0, After::Reply(Reply::Leader(false)), "barrier")
     }
 
     /// Blocks `p`; when woken it does `then` after `retry_ns` of work.
@@ -290,72 +364,8 @@ impl Engine {
                 let ns = self.cost(copy);
                 Next::Work(ns, After::Reply(Reply::Bytes(got)))
             }
-            Sys::BarrierWait(b) => {
-                enum Arrival {
-                    Last(Vec<TaskId>, Vec<TaskId>),
-                    Spin(u64, u64),
-                    Sleep,
-                }
-                let arrival = {
-                    let mut w = self.world.lock();
-                    let bar = &mut w.barriers[b];
-                    bar.arrived += 1;
-                    if bar.arrived == bar.parties {
-                        bar.arrived = 0;
-                        bar.generation += 1;
-                        Arrival::Last(
-                            std::mem::take(&mut bar.waiters),
-                            std::mem::take(&mut bar.spinners),
-                        )
-                    } else if bar.spin_ns > 0 {
-                        bar.spinners.push(p);
-                        Arrival::Spin(bar.spin_ns, bar.generation)
-                    } else {
-                        bar.waiters.push(p);
-                        Arrival::Sleep
-                    }
-                };
-                match arrival {
-                    Arrival::Last(waiters, spinners) => {
-                        for q in spinners {
-                            self.release_spinner(q, cpu);
-                        }
-                        let n = waiters.len();
-                        for q in waiters {
-                            self.wake(q, cpu, false);
-                        }
-                        self.reply_after_wakeups(n, Reply::Leader(true))
-                    }
-                    // A spin budget is a count of polls, not jittered.
-                    Arrival::Spin(ns, generation) => {
-                        self.task(p).spin = ns;
-                        Next::Work(ns, After::Do(Sys::BarrierSleep { b, generation }))
-                    }
-                    Arrival::Sleep => {
-                        self.block(p, 0.0, After::Reply(Reply::Leader(false)), "barrier")
-                    }
-                }
-            }
-            Sys::BarrierSleep { b, generation } => {
-                let released = {
-                    let mut w = self.world.lock();
-                    let bar = &mut w.barriers[b];
-                    if bar.generation == generation {
-                        bar.spinners.retain(|&q| q != p);
-                        bar.waiters.push(p);
-                        false
-                    } else {
-                        true
-                    }
-                };
-                // A release replaces this continuation (`release_spinner`),
-                // so the round is still open here.
-                debug_assert!(!released, "a released spinner ran out of spin");
-                if released {
-                    return Next::Reply(Reply::Leader(false));
-                }
-                self.block(p, 0.0, After::Reply(Reply::Leader(false)), "barrier")
-            }
+            Sys::BarrierWait(b) => self.barrier_wait(b, p, cpu),
+            Sys::BarrierSleep { b, generation } => self.barrier_sleep(b, generation, p),
             Sys::Down(s) => {
                 let got = {
                     let mut w = self.world.lock();
