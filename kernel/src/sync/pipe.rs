@@ -36,8 +36,9 @@ pub fn pipe(capacity: usize) -> (PipeWriter, PipeReader) {
             writer_open: true,
             reader_open: true,
         }),
-        readers: WaitQueue::new(),
-        writers: WaitQueue::new(),
+        // Room for one blocked reader and one blocked writer per end.
+        readers: WaitQueue::with_capacity(1),
+        writers: WaitQueue::with_capacity(1),
     });
     (PipeWriter(inner.clone()), PipeReader(inner))
 }

@@ -113,7 +113,8 @@ impl Thread {
             stack: Mutex::new(Some(stack)),
             entry: Mutex::new(Some(entry)),
             exited: AtomicBool::new(false),
-            exit_wq: WaitQueue::new(),
+            // Room for one joiner: `join` waits without allocating.
+            exit_wq: WaitQueue::with_capacity(1),
             fpu: FpuState::new(),
             space: None,
         }

@@ -77,6 +77,21 @@ impl WaitQueue {
         }
     }
 
+    /// An empty queue with room for `n` waiters, so that its first `n`
+    /// waiters do not allocate (Linux's wait-queue entries live on the
+    /// waiter's stack and never allocate; a pipe's reader or a thread's
+    /// joiner would otherwise allocate when it first waits, inside a
+    /// benchmark's timed phase).
+    pub fn with_capacity(n: usize) -> Self {
+        WaitQueue {
+            waiters: IrqSpinLock::new(Waiters {
+                list: Vec::with_capacity(n),
+                spare: Vec::with_capacity(n),
+            }),
+            count: AtomicUsize::new(0),
+        }
+    }
+
     /// Adds the current thread (once) before it checks its condition.
     pub fn prepare(&self) {
         let me = sched::current().expect("waiting outside a thread");
