@@ -119,62 +119,69 @@ fn placements(m: &Machine, a: usize) -> Vec<(&'static str, usize)> {
 }
 
 fn ping_pong(name: &'static str, a: usize, b: usize, rounds: usize) -> Rtt {
-    let before = task::sched::stats();
     let (to_b, from_a) = pipe(64);
     let (to_a, from_b) = pipe(64);
+    let echo = move || {
+        let mut byte = [0u8; 1];
+        while from_a.read(&mut byte) == 1 {
+            if to_a.write(&byte).is_err() {
+                break;
+            }
+        }
+    };
+    let mut byte = [0u8; 1];
+    // Dropping `to_b` with the round trip ends the echo thread.
+    let round_trip = move |i: usize| to_b.write(&[i as u8]).is_ok() && from_b.read(&mut byte) == 1;
+    timed_pair(name, a, b, rounds, echo, round_trip)
+}
+
+/// Times up to `rounds` calls of `step` (false ends early) on a thread
+/// bound to CPU `a` while `partner` runs on one bound to `b`: the
+/// samples, the scheduler's counters and the heap allocations over them.
+fn timed_pair(
+    name: &'static str,
+    a: usize,
+    b: usize,
+    rounds: usize,
+    partner: impl FnOnce() + Send + 'static,
+    mut step: impl FnMut(usize) -> bool + Send + 'static,
+) -> Rtt {
+    let before = task::sched::stats();
     let samples = Arc::new(IrqSpinLock::new((Vec::with_capacity(rounds), 0)));
     let out = samples.clone();
-    let echo = task::spawn(
-        SpawnOptions {
-            name: "pong".into(),
-            pinned: Some(b),
-            ..Default::default()
-        },
-        move || {
-            let mut byte = [0u8; 1];
-            while from_a.read(&mut byte) == 1 {
-                if to_a.write(&byte).is_err() {
-                    break;
-                }
+    let bound = |thread: &str, cpu| SpawnOptions {
+        name: alloc::format!("{name}-{thread}"),
+        pinned: Some(cpu),
+        ..Default::default()
+    };
+    let partner = task::spawn(bound("b", b), partner);
+    let timer = task::spawn(bound("a", a), move || {
+        let mut local = Vec::with_capacity(rounds);
+        let mut allocs = AllocWindow::new(rounds);
+        for i in 0..rounds {
+            allocs.round(i);
+            let t0 = time::rdtsc();
+            if !step(i) {
+                break;
             }
-        },
-    );
-    let pinger = task::spawn(
-        SpawnOptions {
-            name: "ping".into(),
-            pinned: Some(a),
-            ..Default::default()
-        },
-        move || {
-            let mut byte = [0u8; 1];
-            let mut local = Vec::with_capacity(rounds);
-            let mut allocs = AllocWindow::new(rounds);
-            for i in 0..rounds {
-                allocs.round(i);
-                let t0 = time::rdtsc();
-                if to_b.write(&[i as u8]).is_err() || from_b.read(&mut byte) != 1 {
-                    break;
-                }
-                local.push(time::tsc_to_ns(time::rdtsc() - t0));
-                if i % 64 == 0 {
-                    watchdog::progress();
-                }
+            local.push(time::tsc_to_ns(time::rdtsc() - t0));
+            if i % 64 == 0 {
+                watchdog::progress();
             }
-            *out.lock() = (local, allocs.count());
-            // Dropping `to_b` ends the echo thread.
-        },
-    );
-    pinger.join();
-    echo.join();
+        }
+        *out.lock() = (local, allocs.count());
+        drop(step);
+    });
+    timer.join();
+    partner.join();
     let (mut sorted, heap_allocs) = core::mem::take(&mut *samples.lock());
     sorted.sort_unstable();
-    let stats = task::sched::stats().since(&before);
     Rtt {
         name,
         a,
         b,
         sorted,
-        stats,
+        stats: task::sched::stats().since(&before),
         heap_allocs,
     }
 }
@@ -210,55 +217,17 @@ impl AllocWindow {
 /// Barrier rounds between a thread on CPU `a` and one on `b`, timed on
 /// `a` from its arrival to its release.
 fn barrier_rounds(a: usize, b: usize, rounds: usize) -> Rtt {
-    let before = task::sched::stats();
     let barrier = Arc::new(Barrier::new(2));
-    let samples = Arc::new(IrqSpinLock::new((Vec::with_capacity(rounds), 0)));
-    let (out, other) = (samples.clone(), barrier.clone());
-    let partner = task::spawn(
-        SpawnOptions {
-            name: "barrier-b".into(),
-            pinned: Some(b),
-            ..Default::default()
-        },
-        move || {
-            for _ in 0..rounds {
-                other.wait();
-            }
-        },
-    );
-    let timer = task::spawn(
-        SpawnOptions {
-            name: "barrier-a".into(),
-            pinned: Some(a),
-            ..Default::default()
-        },
-        move || {
-            let mut local = Vec::with_capacity(rounds);
-            let mut allocs = AllocWindow::new(rounds);
-            for i in 0..rounds {
-                allocs.round(i);
-                let t0 = time::rdtsc();
-                barrier.wait();
-                local.push(time::tsc_to_ns(time::rdtsc() - t0));
-                if i % 64 == 0 {
-                    watchdog::progress();
-                }
-            }
-            *out.lock() = (local, allocs.count());
-        },
-    );
-    timer.join();
-    partner.join();
-    let (mut sorted, heap_allocs) = core::mem::take(&mut *samples.lock());
-    sorted.sort_unstable();
-    Rtt {
-        name: "barrier",
-        a,
-        b,
-        sorted,
-        stats: task::sched::stats().since(&before),
-        heap_allocs,
-    }
+    let other = barrier.clone();
+    let partner = move || {
+        for _ in 0..rounds {
+            other.wait();
+        }
+    };
+    timed_pair("barrier", a, b, rounds, partner, move |_| {
+        barrier.wait();
+        true
+    })
 }
 
 /// Runs the experiment.
