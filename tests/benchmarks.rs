@@ -68,6 +68,11 @@ fn hackbench_delivers_every_message_over_sockets_and_pipes() {
         assert!(u(&s["rq"]["nr_switches"]) > 0);
         // Only the timed interval is counted: setup forks are not in it.
         assert_eq!(u(&s["rq"]["nr_forks"]), 0, "{s}");
+        // Nothing in it allocates: not the messages, the five writers
+        // queued on one pipe (intrusive wait queues), the wakeups, blocks,
+        // switches, ticks and balance passes (room for every task made at
+        // spawn), nor the exits and joins.
+        assert_eq!(u(&h["heap_allocs"]), 0, "{transport}: {h}");
         let switches: u64 = h["per_cpu"]
             .as_array()
             .unwrap()

@@ -7,8 +7,11 @@
 //! destination) and usually moves zero or one task, so a few inline slots
 //! hold every common result. Past `N` items the list spills to the heap: a
 //! balance pass that pulls a batch of tasks pays one allocation for the
-//! batch instead of being refused. `tests/no_alloc.rs` checks that the hot
-//! paths stay inline.
+//! batch instead of being refused; a list made [`InlineVec::with_spare`]
+//! spills into the spare's room instead, and [`InlineVec::into_spare`]
+//! gives that room back, so a caller that recycles its spares (the core's
+//! balancing lists, `Rq::migr_spares`) never allocates for a batch that
+//! fits. `tests/no_alloc.rs` checks that the hot paths do not allocate.
 
 use alloc::vec::Vec;
 use core::fmt;
@@ -30,6 +33,34 @@ impl<T: Copy + Default, const N: usize> InlineVec<T, N> {
             inline: [T::default(); N],
             spill: Vec::new(),
         }
+    }
+
+    /// An empty list whose spill goes into `spare`'s room (its items are
+    /// dropped).
+    pub fn with_spare(mut spare: Vec<T>) -> Self {
+        spare.clear();
+        InlineVec {
+            len: 0,
+            inline: [T::default(); N],
+            spill: spare,
+        }
+    }
+
+    /// The spill's room, emptied, for [`InlineVec::with_spare`]: no
+    /// allocation behind it if the list never spilled and had no spare.
+    pub fn into_spare(mut self) -> Vec<T> {
+        self.spill.clear();
+        self.spill
+    }
+
+    /// Items held inline before the list spills (`N`).
+    pub const fn inline_capacity(&self) -> usize {
+        N
+    }
+
+    /// Room for spilled items without allocating.
+    pub fn spare_room(&self) -> usize {
+        self.spill.capacity()
     }
 
     /// Whether the items have moved to the heap.
@@ -58,11 +89,8 @@ impl<T: Copy + Default, const N: usize> InlineVec<T, N> {
         }
         self.len -= 1;
         if self.spilled() {
-            let x = self.spill.pop();
-            if self.len == 0 {
-                self.spill = Vec::new();
-            }
-            return x;
+            // Emptied, the spill keeps its room (not spilled any more).
+            return self.spill.pop();
         }
         Some(self.inline[self.len])
     }
@@ -82,9 +110,6 @@ impl<T: Copy + Default, const N: usize> InlineVec<T, N> {
         if self.spilled() {
             self.spill.retain(|x| f(x));
             self.len = self.spill.len();
-            if self.len == 0 {
-                self.spill = Vec::new();
-            }
             return;
         }
         let mut kept = 0;
@@ -211,6 +236,27 @@ mod tests {
         assert!(v.is_empty() && !v.spilled());
         v.push(9);
         assert_eq!(&*v, &[9]);
+    }
+
+    #[test]
+    fn a_spare_takes_the_spill_and_comes_back_with_its_room() {
+        let mut v: InlineVec<u32, 2> = InlineVec::with_spare(Vec::with_capacity(16));
+        assert!(!v.spilled() && v.spare_room() >= 16);
+        let room = v.spare_room();
+        for i in 0..10 {
+            v.push(i);
+        }
+        assert!(v.spilled());
+        assert_eq!(&*v, &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+        assert_eq!(v.spare_room(), room, "a batch that fits does not grow it");
+        while v.pop().is_some() {}
+        assert!(!v.spilled() && v.spare_room() == room);
+        v.push(7);
+        assert_eq!(&*v, &[7]);
+        let back = v.into_spare();
+        assert!(back.is_empty() && back.capacity() == room);
+        let w: InlineVec<u32, 2> = InlineVec::with_spare(alloc::vec![1, 2, 3]);
+        assert!(w.is_empty() && !w.spilled());
     }
 
     #[test]

@@ -24,6 +24,13 @@ pub struct SdState {
     pub last_decay_max_lb_cost: u64,
 }
 
+/// Spare move lists per runqueue: one per list alive at once (a pass's
+/// own, a domain level's, the caller's result being built).
+pub const MIGR_SPARES: usize = 4;
+/// Room in each: Linux's `sysctl_sched_nr_migrate` (32), the most one
+/// `detach_tasks` moves, twice over.
+pub const MIGR_SPARE_ROOM: usize = 64;
+
 /// The runqueue of one CPU (fair class only).
 #[derive(Clone, Debug)]
 pub struct Rq {
@@ -57,6 +64,11 @@ pub struct Rq {
     pub acct_idle: bool,
     /// Scratch for `detach_tasks`' LRU order (reused, see `lru_tasks`).
     pub lru_scratch: Vec<(u64, crate::task::TaskId)>,
+    /// Spare room for the lists of tasks a balance pass moves
+    /// ([`crate::core::Migrations`], taken and given back by
+    /// `SchedCore::migrations_list` / `recycle_migrations`), so a batch of
+    /// up to `nr_migrate` moves allocates nothing.
+    pub migr_spares: Vec<Vec<crate::core::Migration>>,
     /// Pending active balance: push one task to this CPU.
     pub active_balance: Option<CpuId>,
     /// Pending sched_exec move of the current task (task, destination).
@@ -102,6 +114,9 @@ impl Rq {
             nohz_idle: false,
             acct_idle: true,
             lru_scratch: Vec::with_capacity(64),
+            migr_spares: (0..MIGR_SPARES)
+                .map(|_| Vec::with_capacity(MIGR_SPARE_ROOM))
+                .collect(),
             active_balance: None,
             exec_migrate: None,
             cpu_capacity: 1024,

@@ -229,6 +229,11 @@ impl TaskArena {
     pub fn is_empty(&self) -> bool {
         self.tasks.is_empty()
     }
+
+    /// Room for `n` tasks in all before the arena grows again.
+    pub fn reserve_total(&mut self, n: usize) {
+        self.tasks.reserve_exact(n.saturating_sub(self.tasks.len()));
+    }
 }
 
 /// A standalone task table indexed directly by id, ids reused after

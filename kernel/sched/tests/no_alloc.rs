@@ -13,7 +13,8 @@
 //! (task arenas, timeline nodes, per-domain statistics) may grow during the
 //! warm-up; after it, every call must allocate and free nothing. Result
 //! lists spill to the heap past 4 entries (docs/scheduler.md, "Cost of the
-//! hot paths"), which this shape does not reach. The two main tests also
+//! hot paths"), which this shape does not reach. A last test starts cold,
+//! with room made for every task as the kernel does at spawn. The two main tests also
 //! check that the measured phase really took the paths they claim to cover
 //! (remote wakeups with idle-sibling scans, migrations by wakeup placement
 //! and by balancing, ticks that balanced), so they cannot pass by doing
@@ -378,4 +379,36 @@ fn every_policy_and_switch_allocates_nothing() {
         }
     }
     assert!(bad.is_empty(), "heap allocations on the hot paths: {bad:?}");
+}
+
+/// From the first step, with no warm-up: `Shared::make_room_for_all_tasks`
+/// (what the kernel calls at every spawn) leaves no container to grow, so
+/// even the first time a runqueue, its timeline or its wake list holds more
+/// tasks than ever, nothing allocates. Without the call the same run does
+/// allocate, so the test shows what the call buys.
+#[test]
+fn room_for_all_tasks_means_no_first_growth() {
+    let cold = |room: bool| {
+        let mut d = Driver::new(PickPolicy::Eevdf, "fair", "", 64);
+        d.queue = true;
+        if room {
+            d.s.shared.make_room_for_all_tasks();
+        }
+        let a0 = allocs();
+        let before = d.s.stats();
+        for _ in 0..20_000 {
+            d.step();
+        }
+        let after = d.s.stats();
+        (
+            allocs() - a0,
+            after.wake.nr_wakeups - before.wake.nr_wakeups,
+        )
+    };
+    let (without, _) = cold(false);
+    let (with, wakeups) = cold(true);
+    eprintln!("128 tasks, cold: {without} allocations without room, {with} with");
+    assert!(wakeups > 5_000, "only {wakeups} wakeups");
+    assert!(without > 0, "the shape never grew a container");
+    assert_eq!(with, 0, "{with} allocations with room for every task");
 }

@@ -37,8 +37,8 @@ pub fn pipe(capacity: usize) -> (PipeWriter, PipeReader) {
             reader_open: true,
         }),
         // Room for one blocked reader and one blocked writer per end.
-        readers: WaitQueue::with_capacity(1),
-        writers: WaitQueue::with_capacity(1),
+        readers: WaitQueue::new(),
+        writers: WaitQueue::new(),
     });
     (PipeWriter(inner.clone()), PipeReader(inner))
 }

@@ -59,7 +59,15 @@ pub struct SpawnOptions {
 /// clear message past `SchedConfig::max_tasks` live threads.
 pub fn spawn(opts: SpawnOptions, f: impl FnOnce() + Send + 'static) -> JoinHandle {
     let body: Box<dyn FnOnce() + Send> = Box::new(f);
-    let task = on_this_cpu(|_, _| core().reserve_task()).unwrap_or_else(|| {
+    // The fork path is where allocation belongs: the core's per-CPU
+    // containers get room for every live task here, so no wakeup, block,
+    // switch, balance or exit of any thread allocates later.
+    let task = on_this_cpu(|_, _| {
+        let task = core().reserve_task();
+        core().shared.make_room_for_all_tasks();
+        task
+    })
+    .unwrap_or_else(|| {
         panic!(
             "spawn: more than {} threads alive (SchedConfig::max_tasks)",
             core().shared.cfg.max_tasks
@@ -85,6 +93,9 @@ pub fn spawn(opts: SpawnOptions, f: impl FnOnce() + Send + 'static) -> JoinHandl
         let thread = Arc::new(thread);
         table.slots[id] = Some(thread.clone());
         table.created += 1;
+        // Room for every slot's id on the free list: `exit` never allocates.
+        let (slots, free) = (table.slots.len(), table.free_ids.len());
+        table.free_ids.reserve(slots - free);
         thread
     };
     set_task_thread(task, Some(thread.clone()));

@@ -310,6 +310,14 @@ fn trace_migrations(cpu: usize, moved: &[sched::core::Migration]) {
     }
 }
 
+/// Gives a spilled move list's room back to the core (a batch of balance
+/// moves then never allocates; a list that stayed inline has none).
+fn recycle_migrations(cpu: usize, moved: &mut sched::Migrations) {
+    if moved.spare_room() > 0 {
+        core().recycle_migrations(cpu, core::mem::take(moved));
+    }
+}
+
 /// Sends the reschedule IPIs a core call asked for, except to `me`, this CPU
 /// (interrupts still off since the call, so it is still this CPU).
 pub(super) fn send_ipis(_irq: &IrqsOff, cpus: &[usize], me: usize) {
@@ -339,7 +347,7 @@ pub(super) fn resched_if_needed(irq: &IrqsOff, cpu: usize) {
 /// the switch's safety rests on which thread runs and when a stack may be
 /// freed, which only this module knows.
 #[allow(unsafe_code)]
-pub(super) fn switch_to(irq: &IrqsOff, cpu: usize, sw: sched::Switch) {
+pub(super) fn switch_to(irq: &IrqsOff, cpu: usize, mut sw: sched::Switch) {
     debug_assert!(!irq::are_enabled(), "schedule with interrupts on");
     debug_assert_eq!(cpu, this_cpu(irq), "schedule for the wrong CPU");
     let next = sw
@@ -347,6 +355,7 @@ pub(super) fn switch_to(irq: &IrqsOff, cpu: usize, sw: sched::Switch) {
         .map(|t| thread_of(t).expect("picked a task with no thread"));
     send_ipis(irq, &sw.resched, cpu);
     trace_migrations(cpu, &sw.migrations);
+    recycle_migrations(cpu, &mut sw.migrations);
     let cs = cpu_state(cpu);
     let prev = cs.current.lock().clone();
     let same = match (&prev, &next) {
@@ -496,8 +505,9 @@ pub fn on_tick(irq: &IrqsOff) {
             }
         }
     }
-    let tick = core().tick(cpu, now);
+    let mut tick = core().tick(cpu, now);
     trace_migrations(cpu, &tick.migrations);
+    recycle_migrations(cpu, &mut tick.migrations);
     for &c in tick.resched.iter() {
         resched.insert(c);
     }

@@ -10,7 +10,7 @@ use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use sched::TaskId;
 use spin::Mutex;
 
-use super::wait::WaitQueue;
+use super::wait::{WaitLink, WaitQueue};
 use crate::arch::fpu::FpuState;
 use crate::arch::switch::Context;
 use crate::mm::space::AddressSpace;
@@ -72,6 +72,8 @@ pub struct Thread {
     pub exited: AtomicBool,
     /// Joiners wait here.
     pub exit_wq: WaitQueue,
+    /// Its place in the wait queue it sleeps on, if any (`wait.rs`).
+    pub wait: WaitLink,
     /// x87/SSE state, once the thread has used the FPU (`arch/fpu.rs`).
     pub fpu: FpuState,
     /// Its process's page tables; None for a kernel thread (and threads of
@@ -113,8 +115,8 @@ impl Thread {
             stack: Mutex::new(Some(stack)),
             entry: Mutex::new(Some(entry)),
             exited: AtomicBool::new(false),
-            // Room for one joiner: `join` waits without allocating.
-            exit_wq: WaitQueue::with_capacity(1),
+            exit_wq: WaitQueue::new(),
+            wait: WaitLink::new(),
             fpu: FpuState::new(),
             space: None,
         }

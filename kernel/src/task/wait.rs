@@ -25,6 +25,16 @@
 //! that lands between `prepare` and `block` is remembered by the scheduler
 //! (`wake_pending`) and makes `block` return at once, so none is ever lost.
 //!
+//! The queue is intrusive, as Linux's: each thread carries its own link
+//! ([`WaitLink`]: which queue it is on and the next waiter), so queueing,
+//! waking and dequeueing never allocate, however many threads wait on one
+//! queue (twenty hackbench senders on one receiver's pipe). A thread is on
+//! at most one queue at a time. `wake_all` wakes under the queue's lock, as
+//! Linux's `__wake_up_common` does: a woken thread that queues again (the
+//! next barrier round) waits for the lock instead of relinking a chain the
+//! waker is still walking; the waker's own preemption, if a wakee should
+//! run on its CPU, comes after the lock is released.
+//!
 //! The common case costs no lock: a waker whose queue is empty (a pipe
 //! write to a reader that is running) and a `finish` by a thread that never
 //! waited (a read that found data) only load the waiter count, as Linux's
@@ -36,27 +46,56 @@
 //! `smp_mb`), so a waiter either sees the new condition or is counted.
 
 use alloc::sync::Arc;
-use alloc::vec::Vec;
 use core::sync::atomic::{AtomicUsize, Ordering, fence};
 
 use super::thread::Thread;
-use super::{sched, wake};
+use super::{api, sched, wake};
+use crate::arch::irq;
 use crate::sync::IrqSpinLock;
 use ::sched::WakeFlags;
 
-/// Threads waiting for one condition.
+/// A thread's place in the wait queue it is on (Linux's
+/// `wait_queue_entry`, which lives on the waiter's stack; here in the
+/// thread, since a thread waits on one queue at a time).
+pub struct WaitLink {
+    /// The queue it is on (its address; 0 = none). Written under that
+    /// queue's lock; read without it by `finish`: only a waker removes a
+    /// thread from a queue, so a value other than the queue's own means
+    /// the thread is off it.
+    on: AtomicUsize,
+    /// The next waiter on that queue (under that queue's lock; the inner
+    /// lock only lets the type system see it, it is never contended).
+    next: spin::Mutex<Option<Arc<Thread>>>,
+}
+
+impl WaitLink {
+    /// Not on any queue.
+    pub const fn new() -> Self {
+        WaitLink {
+            on: AtomicUsize::new(0),
+            next: spin::Mutex::new(None),
+        }
+    }
+}
+
+impl Default for WaitLink {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Threads waiting for one condition, oldest first.
 pub struct WaitQueue {
     waiters: IrqSpinLock<Waiters>,
-    /// `waiters.list.len()`, changed under its lock, read without it.
+    /// `waiters.len`, changed under its lock, read without it.
     count: AtomicUsize,
 }
 
-/// The queue proper and an empty list with room, which `wake_all` swaps in
-/// so that the waiters who queue again (every barrier round) find room and
-/// do not allocate.
+/// The chain of waiters through their [`WaitLink`]s.
 struct Waiters {
-    list: Vec<Arc<Thread>>,
-    spare: Vec<Arc<Thread>>,
+    head: Option<Arc<Thread>>,
+    tail: Option<Arc<Thread>>,
+    len: usize,
 }
 
 impl Default for WaitQueue {
@@ -70,54 +109,98 @@ impl WaitQueue {
     pub const fn new() -> Self {
         WaitQueue {
             waiters: IrqSpinLock::new(Waiters {
-                list: Vec::new(),
-                spare: Vec::new(),
+                head: None,
+                tail: None,
+                len: 0,
             }),
             count: AtomicUsize::new(0),
         }
     }
 
-    /// An empty queue with room for `n` waiters, so that its first `n`
-    /// waiters do not allocate (Linux's wait-queue entries live on the
-    /// waiter's stack and never allocate; a pipe's reader or a thread's
-    /// joiner would otherwise allocate when it first waits, inside a
-    /// benchmark's timed phase).
-    pub fn with_capacity(n: usize) -> Self {
-        WaitQueue {
-            waiters: IrqSpinLock::new(Waiters {
-                list: Vec::with_capacity(n),
-                spare: Vec::with_capacity(n),
-            }),
-            count: AtomicUsize::new(0),
-        }
+    /// This queue's identity in a [`WaitLink`]: its address (a queue
+    /// cannot move while a thread between `prepare` and `finish` borrows
+    /// it).
+    fn id(&self) -> usize {
+        self as *const WaitQueue as usize
     }
 
     /// Adds the current thread (once) before it checks its condition.
     pub fn prepare(&self) {
         let me = sched::current().expect("waiting outside a thread");
+        let id = self.id();
         let mut w = self.waiters.lock();
-        if !w.list.iter().any(|t| Arc::ptr_eq(t, &me)) {
-            w.list.push(me);
-            self.count.store(w.list.len(), Ordering::Relaxed);
+        let on = me.wait.on.load(Ordering::Relaxed);
+        if on != id {
+            assert!(
+                on == 0,
+                "thread '{}' waits on two wait queues at once",
+                me.name
+            );
+            debug_assert!(me.wait.next.lock().is_none());
+            me.wait.on.store(id, Ordering::Relaxed);
+            match w.tail.replace(me.clone()) {
+                Some(last) => *last.wait.next.lock() = Some(me),
+                None => w.head = Some(me),
+            }
+            w.len += 1;
+            self.count.store(w.len, Ordering::Relaxed);
         }
+        drop(w);
         // The waiter's half of the barrier pair (module docs): its
         // condition check comes after the count a waker will read.
         fence(Ordering::SeqCst);
     }
 
-    /// Removes the current thread (after its condition held). A thread
-    /// that is not queued sees a count without its own entry, and a count
-    /// of 0 means it is not queued (its own increment is visible to it, and
-    /// the count stays at least 1 while it is queued): no lock then.
+    /// Removes the current thread (after its condition held). No lock when
+    /// nobody waits (a count without its own entry, see `prepare`) or when
+    /// a waker already took it off.
     pub fn finish(&self) {
         if self.count.load(Ordering::Relaxed) == 0 {
             return;
         }
-        if let Some(me) = sched::current() {
-            let mut w = self.waiters.lock();
-            w.list.retain(|t| !Arc::ptr_eq(t, &me));
-            self.count.store(w.list.len(), Ordering::Relaxed);
+        let Some(me) = sched::current() else {
+            return;
+        };
+        let id = self.id();
+        if me.wait.on.load(Ordering::Relaxed) != id {
+            return;
         }
+        let mut w = self.waiters.lock();
+        if me.wait.on.load(Ordering::Relaxed) != id {
+            return;
+        }
+        // Unlink: find the predecessor (queues are short; the common case,
+        // a woken waiter, never gets here).
+        let next = me.wait.next.lock().take();
+        let first = w.head.take().expect("a queued thread on an empty queue");
+        if Arc::ptr_eq(&first, &me) {
+            w.head = next.clone();
+        } else {
+            w.head = Some(first.clone());
+            let mut prev = first;
+            loop {
+                let after = prev
+                    .wait
+                    .next
+                    .lock()
+                    .clone()
+                    .expect("queued thread not in its queue");
+                if Arc::ptr_eq(&after, &me) {
+                    *prev.wait.next.lock() = next.clone();
+                    break;
+                }
+                prev = after;
+            }
+            if next.is_none() {
+                w.tail = Some(prev);
+            }
+        }
+        if w.head.is_none() {
+            w.tail = None;
+        }
+        me.wait.on.store(0, Ordering::Relaxed);
+        w.len -= 1;
+        self.count.store(w.len, Ordering::Relaxed);
     }
 
     /// Whether anyone may be waiting (`wq_has_sleeper`): after the full
@@ -127,22 +210,27 @@ impl WaitQueue {
         self.count.load(Ordering::Relaxed) != 0
     }
 
+    /// Takes the oldest waiter off the chain (under the lock).
+    fn pop(&self, w: &mut Waiters) -> Option<Arc<Thread>> {
+        let t = w.head.take()?;
+        w.head = t.wait.next.lock().take();
+        if w.head.is_none() {
+            w.tail = None;
+        }
+        t.wait.on.store(0, Ordering::Relaxed);
+        w.len -= 1;
+        self.count.store(w.len, Ordering::Relaxed);
+        Some(t)
+    }
+
     /// Wakes the longest waiter with the caller's `flags`; false if nobody
-    /// waited.
+    /// waited. The wakeup itself is outside the lock (this call holds the
+    /// only reference to the wakee's link once it is off the chain).
     pub fn wake_one(&self, flags: WakeFlags) -> bool {
         if !self.has_sleeper() {
             return false;
         }
-        let t = {
-            let mut w = self.waiters.lock();
-            if w.list.is_empty() {
-                None
-            } else {
-                let t = w.list.remove(0);
-                self.count.store(w.list.len(), Ordering::Relaxed);
-                Some(t)
-            }
-        };
+        let t = self.pop(&mut self.waiters.lock());
         match t {
             Some(t) => {
                 wake::wake(&t, flags);
@@ -154,29 +242,24 @@ impl WaitQueue {
 
     /// Wakes every waiter with the caller's `flags`; returns how many.
     ///
-    /// The waiters are taken out under the lock and woken outside it (a
-    /// wakeup under an IRQ lock could not preempt the waker at once); the
-    /// spare list goes in their place and the emptied one comes back as the
-    /// spare, so a steady state of waits and `wake_all`s allocates nothing.
+    /// Under the lock (module docs); if a wakee should run on this CPU now,
+    /// the caller is preempted after the lock is released, unless it had
+    /// interrupts off.
     pub fn wake_all(&self, flags: WakeFlags) -> usize {
         if !self.has_sleeper() {
             return 0;
         }
-        let mut all = {
+        let mut n = 0;
+        let mut preempt = false;
+        {
             let mut w = self.waiters.lock();
-            self.count.store(0, Ordering::Relaxed);
-            let spare = core::mem::take(&mut w.spare);
-            core::mem::replace(&mut w.list, spare)
-        };
-        for t in &all {
-            wake::wake(t, flags);
+            while let Some(t) = self.pop(&mut w) {
+                preempt |= wake::wake_no_preempt(&t, flags);
+                n += 1;
+            }
         }
-        let n = all.len();
-        // Drop the references outside the lock (a last one frees a thread).
-        all.clear();
-        let mut w = self.waiters.lock();
-        if w.spare.capacity() < all.capacity() {
-            w.spare = all;
+        if preempt && irq::are_enabled() {
+            api::preempt_point();
         }
         n
     }

@@ -52,6 +52,19 @@ pub fn wake(t: &Arc<Thread>, flags: WakeFlags) {
     }
 }
 
+/// Wakes `t` from this CPU with the caller's `flags`, and never preempts
+/// the waker: true if the wakee should run on this CPU now, for a caller
+/// that holds a lock (a wait queue's `wake_all`) to act on once it let go.
+pub fn wake_no_preempt(t: &Arc<Thread>, flags: WakeFlags) -> bool {
+    let off = irq::save_disable();
+    let cpu = this_cpu(off.irqs());
+    let Some(r) = try_to_wake_up(off.irqs(), t, flags, cpu, time::now_ns()) else {
+        return false;
+    };
+    send_ipis(off.irqs(), &r.resched, cpu);
+    r.resched.contains(&cpu)
+}
+
 /// Wakes `t` from `cpu` (see the module docs). Returns the core's decision
 /// (where `t` was queued, the CPUs to IPI) if `t` was blocked, None if the
 /// wakeup was left pending or ignored.

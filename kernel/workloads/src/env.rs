@@ -112,6 +112,14 @@ pub trait Env: Clone + Send + Sync + 'static {
     fn this_cpu(&self) -> usize;
     /// The scheduler's counters now.
     fn snapshot(&self) -> Snapshot;
+    /// Heap allocations made so far, on any CPU, where the environment
+    /// counts them (the kernel's heap); None elsewhere (the simulator's
+    /// tasks allocate nothing of their own). A record's `heap_allocs` is
+    /// its measured interval's count: the kernel's wait, wake, block and
+    /// switch paths are meant to make none.
+    fn heap_allocations(&self) -> Option<u64> {
+        None
+    }
     /// Emits a result record (one JSON object).
     fn emit(&self, record: &str);
     /// A console line (the benchmark's own output).

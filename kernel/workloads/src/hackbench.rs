@@ -12,7 +12,9 @@
 //! `hackbench` record adds what the seeds look at: the scheduler's decisions
 //! during the timed interval (wakeups, select_idle_sibling branches,
 //! migrations by reason and topology distance, runqueue wait histogram) and
-//! per-CPU context switches, migrations and address-space switches.
+//! per-CPU context switches, migrations and address-space switches; on the
+//! kernel also `heap_allocs`, the heap allocations made during it (every
+//! message, wait, wakeup, switch and exit; 0 is the design).
 //!
 //! `mode=thread` (the default, hackbench `-T`) makes every worker a thread
 //! of one process; `mode=process` (hackbench's own default) forks each
@@ -224,6 +226,7 @@ pub async fn run<E: Env>(env: &E, p: Params) -> Result<(), String> {
         .u64("messages", messages)
         .u64("bytes", received)
         .u64("time_ns", elapsed)
+        .opt_u64("heap_allocs", end.heap_allocs)
         .raw("per_cpu", &end.per_cpu_json)
         .raw("sched", &end.sched_json());
     env.emit(&rec.finish());

@@ -13,13 +13,18 @@ use crate::json::json_array;
 /// Counters at the start of a measured interval.
 pub struct Interval {
     before: Snapshot,
+    /// Heap allocations at the start, read after the snapshot (whose own
+    /// allocations are not the interval's).
+    allocs_before: Option<u64>,
 }
 
 impl Interval {
     /// Starts the interval now.
     pub fn start<E: Env>(env: &E) -> Interval {
+        let before = env.snapshot();
         Interval {
-            before: env.snapshot(),
+            before,
+            allocs_before: env.heap_allocations(),
         }
     }
 
@@ -35,6 +40,8 @@ impl Interval {
 
     /// The end of the interval: statistics and per-CPU counters since the start.
     pub fn end<E: Env>(&self, env: &E) -> IntervalEnd {
+        // Read before the snapshot allocates.
+        let allocs = env.heap_allocations();
         let now = env.snapshot();
         let per_cpu = json_array(now.cpus.iter(), |w, c| {
             let b = self.before.cpus.iter().find(|b| b.cpu == c.cpu);
@@ -53,6 +60,7 @@ impl Interval {
             elapsed_ns: now.now_ns.saturating_sub(self.before.now_ns),
             stats: now.stats.since(&self.before.stats),
             per_cpu_json: per_cpu,
+            heap_allocs: allocs.zip(self.allocs_before).map(|(a, b)| a - b),
         }
     }
 
@@ -71,6 +79,9 @@ pub struct IntervalEnd {
     /// Per CPU, context switches, migrations in and address-space switches,
     /// as a JSON array.
     pub per_cpu_json: String,
+    /// Heap allocations during it, where the environment counts them
+    /// ([`Env::heap_allocations`]).
+    pub heap_allocs: Option<u64>,
 }
 
 impl IntervalEnd {

@@ -104,6 +104,15 @@ impl Record {
         self
     }
 
+    /// Adds an unsigned integer field if there is a value (a field one
+    /// backend measures and the other has no such thing for).
+    pub fn opt_u64(self, k: &str, v: Option<u64>) -> Record {
+        match v {
+            Some(v) => self.u64(k, v),
+            None => self,
+        }
+    }
+
     /// Adds a boolean field.
     pub fn bool(mut self, k: &str, v: bool) -> Record {
         self.key(k);

@@ -64,7 +64,7 @@ pub fn rebalance_domains(core: &mut SchedCore, cpu: CpuId, now: u64) -> Migratio
                 };
                 busy = idle == CpuIdleType::NotIdle;
             }
-            moved.extend(r.moved);
+            core.append_migrations(cpu, &mut moved, r.moved);
             core.rqs[cpu].sd[level].last_balance = now;
             interval = sd_balance_interval_ns(core, cpu, level, busy);
         }
@@ -114,7 +114,7 @@ pub fn newidle_balance(core: &mut SchedCore, cpu: CpuId, now: u64) -> Migrations
         if sd.flags.contains(SD_BALANCE_NEWIDLE) {
             let cost = NEWIDLE_COST_PER_CPU_NS * sd.span.weight() as u64;
             let r = load_balance(core, cpu, level, CpuIdleType::NewlyIdle, now);
-            moved.extend(r.moved);
+            core.append_migrations(cpu, &mut moved, r.moved);
             update_newidle_cost(core, cpu, level, cost, now);
             curr_cost += cost;
         }

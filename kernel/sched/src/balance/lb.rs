@@ -177,7 +177,8 @@ pub fn detach_tasks(
             }
             MigrationType::Task | MigrationType::Misfit => env.imbalance -= 1,
         }
-        moved.push(core.move_queued_task(p, env.dst_cpu, reason, now));
+        let m = core.move_queued_task(p, env.dst_cpu, reason, now);
+        core.push_migration(env.dst_cpu, &mut moved, m);
         if env.idle == CpuIdleType::NewlyIdle || env.imbalance <= 0 {
             break;
         }

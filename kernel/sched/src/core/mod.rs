@@ -40,7 +40,7 @@ use crate::topo::SchedTopo;
 use alloc::collections::VecDeque;
 use alloc::vec::Vec;
 use core::sync::atomic::Ordering::{Acquire, Relaxed};
-use core::sync::atomic::{AtomicBool, AtomicU64};
+use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 use spin::mutex::{SpinMutex, SpinMutexGuard};
 
 mod locking;
@@ -107,6 +107,10 @@ pub(crate) struct WakeEntry {
 /// ever has, so the hot paths allocate nothing in a steady state.
 const ARENA_START: usize = 8;
 
+/// [`Shared::make_room_for_all_tasks`] makes room in steps of this many
+/// tasks (exact sizes, not doubling: the room is per CPU).
+pub const ROOM_STEP: usize = 64;
+
 /// Task id allocator: dense ids, reused after exit.
 #[derive(Debug, Default)]
 struct IdAlloc {
@@ -145,6 +149,9 @@ pub struct Shared {
     /// runqueue's arena in the low half (meaningful under that lock).
     task_loc: Vec<AtomicU64>,
     ids: Lock<IdAlloc>,
+    /// Live tasks every CPU's containers have room for
+    /// ([`Shared::make_room_for_all_tasks`]).
+    room: AtomicUsize,
 }
 
 impl Shared {
@@ -189,6 +196,7 @@ impl Shared {
                 .map(|_| AtomicU64::new(loc(NO_CPU, 0)))
                 .collect(),
             ids: Lock::new(IdAlloc::default()),
+            room: AtomicUsize::new(0),
             cfg,
             topo,
         }
@@ -436,6 +444,47 @@ impl Shared {
     /// The published snapshot of `cpu`, to read single fields.
     pub fn snap(&self, cpu: CpuId) -> &RqSnap {
         &self.snap[cpu]
+    }
+
+    /// Gives every CPU's task containers (its arena, timeline, wake list
+    /// and balancing scratch) and the free-id list room for every live
+    /// task, so that no later wakeup, block, switch, balance or exit
+    /// allocates, wherever the tasks go (Linux's runqueues are intrusive
+    /// and never allocate; ours hold tasks by value). For the fork path,
+    /// which may allocate: the kernel calls it at every spawn, after
+    /// reserving the id; it rounds up to a multiple of [`ROOM_STEP`], so it
+    /// allocates only when the live count passes one. Memory: per CPU, room
+    /// for the live tasks in each container (~0.7 KB per task per CPU), so a
+    /// caller with many CPUs and tasks and no use for the guarantee (the
+    /// simulator) does not call it. Takes each CPU's locks in turn: call it
+    /// with no scheduler lock held.
+    pub fn make_room_for_all_tasks(&self) {
+        let live = {
+            let ids = self.ids.lock();
+            ids.next as usize - ids.free.len()
+        };
+        if live <= self.room.load(Relaxed) {
+            return;
+        }
+        let n = live.next_multiple_of(ROOM_STEP);
+        for c in 0..self.nr_cpus() {
+            {
+                let mut rq = lock_or_report(&self.rqs[c], "runqueue");
+                rq.cfs.timeline.reserve_total(n);
+                let len = rq.lru_scratch.len();
+                rq.lru_scratch.reserve_exact(n.saturating_sub(len));
+            }
+            lock_or_report(&self.arenas[c], "arena").reserve_total(n);
+            let mut wl = lock_or_report(&self.wake_list[c], "wake list");
+            let len = wl.len();
+            wl.reserve_exact(n.saturating_sub(len));
+        }
+        {
+            let mut ids = self.ids.lock();
+            let len = ids.free.len();
+            ids.free.reserve_exact(n.saturating_sub(len));
+        }
+        self.room.fetch_max(n, Relaxed);
     }
 
     /// Allocate a task id, or None when `cfg.max_tasks` tasks are alive.

@@ -3,7 +3,7 @@
 //! `migrate_task_rq_fair`, `detach_task`/`attach_task` and
 //! `wakeup_preempt`.
 
-use super::{CpuList, Migration, SchedCore, lock_or_report};
+use super::{CpuList, Migration, Migrations, SchedCore, lock_or_report};
 use crate::CpuId;
 use crate::fair::entity::{self, DequeueFlags, EnqueueFlags};
 use crate::fair::pick::PickDiscipline;
@@ -13,6 +13,49 @@ use crate::task::{TaskId, TaskState, Tasks};
 use core::sync::atomic::Ordering::{Relaxed, Release};
 
 impl SchedCore<'_> {
+    /// Appends a move to `list`, a list built by an operation acting on
+    /// `cpu`: the list stays inline up to its `N` moves; the move that
+    /// would spill it first takes one of `cpu`'s spares
+    /// (`Rq::migr_spares`), so a batch allocates nothing and a list that
+    /// never spilled holds no spare (its caller has nothing to give back).
+    pub fn push_migration(&mut self, cpu: CpuId, list: &mut Migrations, m: Migration) {
+        if list.len() == list.inline_capacity() && list.spare_room() == 0 {
+            self.adopt_spare(cpu, list);
+        }
+        list.push(m);
+    }
+
+    /// Appends `from`'s moves to `into` (both built on `cpu`) as
+    /// [`Self::push_migration`] does, then gives `from`'s room back.
+    pub fn append_migrations(&mut self, cpu: CpuId, into: &mut Migrations, from: Migrations) {
+        if from.is_empty() && from.spare_room() == 0 {
+            return;
+        }
+        if into.len() + from.len() > into.inline_capacity() && into.spare_room() == 0 {
+            self.adopt_spare(cpu, into);
+        }
+        into.extend(from.iter().copied());
+        self.recycle_migrations(cpu, from);
+    }
+
+    /// Moves `list`'s items into a list with one of `cpu`'s spares.
+    fn adopt_spare(&mut self, cpu: CpuId, list: &mut Migrations) {
+        let spare = self.rqs[cpu].migr_spares.pop().unwrap_or_default();
+        let mut bigger = Migrations::with_spare(spare);
+        bigger.extend(list.iter().copied());
+        *list = bigger;
+    }
+
+    /// Gives a move list's room back to `cpu`'s spares once its moves are
+    /// read (nothing to give if it never spilled; the spares keep their
+    /// number, so this never allocates).
+    pub fn recycle_migrations(&mut self, cpu: CpuId, m: Migrations) {
+        let spares = &mut self.rqs[cpu].migr_spares;
+        if m.spare_room() > 0 && spares.len() < spares.capacity() {
+            spares.push(m.into_spare());
+        }
+    }
+
     /// Advance a CPU's clock (`update_rq_clock`); never goes backwards.
     pub fn update_rq_clock(&mut self, cpu: CpuId, now: u64) -> u64 {
         let rq = &mut self.rqs[cpu];

@@ -53,6 +53,15 @@ impl Timeline {
         }
     }
 
+    /// Room for `n` entities in all (nodes and free list) before the tree
+    /// grows again.
+    pub fn reserve_total(&mut self, n: usize) {
+        self.nodes.reserve_exact(n.saturating_sub(self.nodes.len()));
+        let want = self.nodes.capacity();
+        self.free
+            .reserve_exact(want.saturating_sub(self.free.len()));
+    }
+
     /// Number of entities in the tree.
     pub fn len(&self) -> usize {
         self.len

@@ -217,16 +217,20 @@ impl<P: SchedPolicy> Scheduler<P> {
                 .is_some_and(|t| t.se.on_rq && t.cpu == cpu)
                 && core.rqs[cpu].curr != Some(p)
             {
-                migrations.push(core.move_queued_task(p, dest, MigrationReason::Exec, now));
+                let m = core.move_queued_task(p, dest, MigrationReason::Exec, now);
+                core.push_migration(cpu, &mut migrations, m);
             }
             core.unlock(dest);
         }
-        if let Some(target) = core.rqs[cpu].active_balance.take() {
-            migrations.extend(self.policy.active_balance(core, cpu, target, now));
+        if let Some(target) = core.rqs[cpu].active_balance.take()
+            && let Some(m) = self.policy.active_balance(core, cpu, target, now)
+        {
+            core.push_migration(cpu, &mut migrations, m);
         }
         let mut next = self.policy.pick_next(core, cpu, now);
         if next.is_none() {
-            migrations.extend(self.policy.newidle_balance(core, cpu, now));
+            let moved = self.policy.newidle_balance(core, cpu, now);
+            core.append_migrations(cpu, &mut migrations, moved);
             next = self.policy.pick_next(core, cpu, now);
         }
         let c = &mut *core;
@@ -286,6 +290,18 @@ impl<P: SchedPolicy> Scheduler<P> {
             next,
             migrations,
             resched: core.take_resched(),
+        }
+    }
+
+    /// Gives back the room of a move list an operation on `cpu` returned
+    /// (a `Switch`'s or `TickResult`'s `migrations`) once the caller has
+    /// read it. Only a list that spilled past its inline moves has any;
+    /// then this takes `cpu`'s runqueue lock once. The kernel calls it so
+    /// that a balance batch never allocates; a caller that does not just
+    /// lets the next batch allocate.
+    pub fn recycle_migrations(&self, cpu: CpuId, m: Migrations) {
+        if m.spare_room() > 0 {
+            self.shared.lock(cpu).recycle_migrations(cpu, m);
         }
     }
 
