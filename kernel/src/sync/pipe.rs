@@ -55,6 +55,10 @@ impl PipeWriter {
             let wrote = {
                 let mut s = p.state.lock();
                 if !s.reader_open {
+                    drop(s);
+                    // Off the writers' queue if an earlier pass queued this
+                    // thread (a thread waits on one queue at a time).
+                    p.writers.finish();
                     return Err(BrokenPipe);
                 }
                 let room = s.capacity - s.buf.len();

@@ -155,7 +155,10 @@ impl WaitQueue {
     /// nobody waits (a count without its own entry, see `prepare`) or when
     /// a waker already took it off.
     pub fn finish(&self) {
-        if self.count.load(Ordering::Relaxed) == 0 {
+        // Acquire: pairs with the Release of a waker's count store, which
+        // follows its `on = 0`, so a thread that returns here sees itself
+        // off this queue before it prepares on another.
+        if self.count.load(Ordering::Acquire) == 0 {
             return;
         }
         let Some(me) = sched::current() else {
@@ -219,7 +222,7 @@ impl WaitQueue {
         }
         t.wait.on.store(0, Ordering::Relaxed);
         w.len -= 1;
-        self.count.store(w.len, Ordering::Relaxed);
+        self.count.store(w.len, Ordering::Release);
         Some(t)
     }
 
