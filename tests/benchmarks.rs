@@ -223,6 +223,10 @@ fn netperf_rr_answers_every_request_and_stream_delivers_every_byte() {
         let n = r.record("netperf").expect("netperf record");
         assert_eq!(n["test"], test);
         assert_eq!(n["bytes_sent"], n["bytes_received"], "{n}");
+        // The measured interval (no forks in it) allocates nothing: sends,
+        // receives, wakeups, the main thread's sleeps (every CPU's sleeper
+        // heap has room for every thread), the stop and the joins.
+        assert_eq!(u(&n["heap_allocs"]), 0, "{test}: {n}");
         let pairs = n["per_pair"].as_array().unwrap();
         if test == "TCP_RR" {
             assert_eq!(pairs.len(), 3);

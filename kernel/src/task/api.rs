@@ -11,8 +11,8 @@ use core::sync::atomic::Ordering;
 use sched::{Start, TaskPolicy};
 
 use super::sched::{
-    THREADS, add_sleeper, core, current, on_this_cpu, resched_if_needed, schedule, send_ipis,
-    set_task_thread, switch_to, this_cpu, thread_start,
+    THREADS, add_sleeper, core, current, make_room_for_sleepers, on_this_cpu, resched_if_needed,
+    schedule, send_ipis, set_task_thread, switch_to, this_cpu, thread_start,
 };
 use super::thread::{Thread, ThreadState};
 use super::wake::WF_NONE;
@@ -96,6 +96,8 @@ pub fn spawn(opts: SpawnOptions, f: impl FnOnce() + Send + 'static) -> JoinHandl
         // Room for every slot's id on the free list: `exit` never allocates.
         let (slots, free) = (table.slots.len(), table.free_ids.len());
         table.free_ids.reserve(slots - free);
+        // And in every CPU's sleeper heap: no `sleep` allocates.
+        irq::without(|irq| make_room_for_sleepers(irq, slots));
         thread
     };
     set_task_thread(task, Some(thread.clone()));

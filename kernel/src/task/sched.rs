@@ -207,6 +207,25 @@ pub fn stats_json() -> String {
 
 /// Registers a sleeper on this CPU's (`cpu`, read with interrupts off)
 /// timer heap.
+/// Threads every CPU's sleeper heap has room for ([`make_room_for_sleepers`]).
+static SLEEPER_ROOM: AtomicUsize = AtomicUsize::new(0);
+
+/// Gives every CPU's sleeper heap room for `threads` sleepers, in steps of
+/// 64, so that no `sleep` allocates wherever it runs (the spawn path calls
+/// it with its thread table's size; 16 bytes per thread per CPU).
+pub(super) fn make_room_for_sleepers(_irq: &IrqsOff, threads: usize) {
+    if threads <= SLEEPER_ROOM.load(Ordering::Relaxed) {
+        return;
+    }
+    let n = threads.next_multiple_of(64);
+    for c in CPUS.get().expect("scheduler not initialised").iter() {
+        let mut heap = c.sleepers.lock();
+        let len = heap.len();
+        heap.reserve_exact(n.saturating_sub(len));
+    }
+    SLEEPER_ROOM.fetch_max(n, Ordering::Relaxed);
+}
+
 pub(super) fn add_sleeper(_irq: &IrqsOff, cpu: usize, deadline: u64, thread: Arc<Thread>) {
     cpu_state(cpu)
         .sleepers

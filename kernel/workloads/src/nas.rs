@@ -158,6 +158,7 @@ pub async fn run<E: Env>(env: &E, p: Params) -> Result<(), String> {
         .raw("fork_targets_per_node", &node_spread)
         .u64("fork_cpus_used", cpus_used as u64)
         .u64("fork_max_on_one_cpu", max_on_cpu)
+        .opt_u64("heap_allocs", end.heap_allocs)
         .raw("sched", &end.sched_json());
     env.emit(&rec.finish());
     env.log(format_args!(

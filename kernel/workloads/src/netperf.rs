@@ -453,6 +453,7 @@ pub async fn run<E: Env>(env: &E, p: Params) -> Result<(), String> {
     }
     let rec = rec
         .raw("per_pair", &per_pair)
+        .opt_u64("heap_allocs", end.heap_allocs)
         .raw("sched", &end.sched_json());
     env.emit(&rec.finish());
     if rr {

@@ -263,6 +263,7 @@ pub async fn run<E: Env>(env: &E, p: Params) -> Result<(), String> {
         .raw("wakeup_latency_ns", &wake)
         .raw("request_latency_ns", &req)
         .raw("per_cpu", &end.per_cpu_json)
+        .opt_u64("heap_allocs", end.heap_allocs)
         .raw("sched", &end.sched_json());
     env.emit(&rec.finish());
     let us = |v: u64| v / 1000;

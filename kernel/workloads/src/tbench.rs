@@ -305,6 +305,7 @@ pub async fn run<E: Env>(env: &E, p: Params) -> Result<(), String> {
         .u64("request_bytes", req_sent)
         .u64("reply_bytes", rep_sent)
         .raw("per_client", &per_client)
+        .opt_u64("heap_allocs", end.heap_allocs)
         .raw("sched", &end.sched_json());
     env.emit(&rec.finish());
     env.log(format_args!(
