@@ -91,7 +91,10 @@ pub struct WaitQueue {
     count: AtomicUsize,
 }
 
-/// The chain of waiters through their [`WaitLink`]s.
+/// The chain of waiters through their [`WaitLink`]s. `tail` is the last
+/// waiter only when there are two or more (with one, it is `head`): a
+/// queue's usual single waiter (a pipe's reader) costs one reference and
+/// no link update.
 struct Waiters {
     head: Option<Arc<Thread>>,
     tail: Option<Arc<Thread>>,
@@ -138,9 +141,13 @@ impl WaitQueue {
             );
             debug_assert!(me.wait.next.lock().is_none());
             me.wait.on.store(id, Ordering::Relaxed);
-            match w.tail.replace(me.clone()) {
-                Some(last) => *last.wait.next.lock() = Some(me),
+            let last = w.tail.take().or_else(|| w.head.clone());
+            match last {
                 None => w.head = Some(me),
+                Some(last) => {
+                    *last.wait.next.lock() = Some(me.clone());
+                    w.tail = Some(me);
+                }
             }
             w.len += 1;
             self.count.store(w.len, Ordering::Relaxed);
@@ -177,7 +184,7 @@ impl WaitQueue {
         let next = me.wait.next.lock().take();
         let first = w.head.take().expect("a queued thread on an empty queue");
         if Arc::ptr_eq(&first, &me) {
-            w.head = next.clone();
+            w.head = next;
         } else {
             w.head = Some(first.clone());
             let mut prev = first;
@@ -189,16 +196,18 @@ impl WaitQueue {
                     .clone()
                     .expect("queued thread not in its queue");
                 if Arc::ptr_eq(&after, &me) {
-                    *prev.wait.next.lock() = next.clone();
+                    let last = next.is_none();
+                    *prev.wait.next.lock() = next;
+                    if last {
+                        w.tail = Some(prev);
+                    }
                     break;
                 }
                 prev = after;
             }
-            if next.is_none() {
-                w.tail = Some(prev);
-            }
         }
-        if w.head.is_none() {
+        if w.len <= 2 {
+            // One waiter left (or none): it is the head.
             w.tail = None;
         }
         me.wait.on.store(0, Ordering::Relaxed);
@@ -216,9 +225,12 @@ impl WaitQueue {
     /// Takes the oldest waiter off the chain (under the lock).
     fn pop(&self, w: &mut Waiters) -> Option<Arc<Thread>> {
         let t = w.head.take()?;
-        w.head = t.wait.next.lock().take();
-        if w.head.is_none() {
-            w.tail = None;
+        if w.len > 1 {
+            w.head = t.wait.next.lock().take();
+            if w.len == 2 {
+                // The one left is the head.
+                w.tail = None;
+            }
         }
         t.wait.on.store(0, Ordering::Relaxed);
         w.len -= 1;
