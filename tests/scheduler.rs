@@ -287,6 +287,27 @@ fn mwait_idle_and_an_alternative_policy_run_the_stress_books_balanced() {
     assert_eq!(r.record("stress").unwrap()["balanced"], true);
 }
 
+/// A workload with more threads than the machine's memory holds fails
+/// before it creates any, naming the heap it would need (instead of a
+/// panic part-way through its forks).
+#[test]
+fn too_many_threads_for_the_heap_is_a_clear_failure() {
+    let mut b = Boot::new("hackbench");
+    // 200 groups x 40 = 8,000 threads of 64 KiB stacks: ~0.5 GiB, more
+    // than the 512 MiB machine's heap.
+    b.args = "groups:200,loops:1";
+    let r = b.expect(Outcome::Failure);
+    let e = r.record("error").expect("error record");
+    let m = e["message"].as_str().unwrap();
+    assert!(
+        m.contains("8000 threads need about")
+            && m.contains("kernel heap")
+            && m.contains("--memory"),
+        "{e}"
+    );
+    assert!(r.record("hackbench").is_none(), "no run started");
+}
+
 #[test]
 fn unknown_experiment_argument_is_a_clear_failure() {
     let mut b = Boot::new("latency");

@@ -279,8 +279,11 @@ pub const RECIPES: &[Recipe] = &[
                     "transport=pipe",
                 ],
                 quick: &["--sweep", "groups=1,4,7,12,21,30,48"],
-                // mmtests' group stride up to schedlab's 8192-thread limit.
-                full: &["--sweep", "groups=1,4,7,12,21,30,48,79,110,141,172,203"],
+                // mmtests' group stride, every published group count.
+                full: &[
+                    "--sweep",
+                    "groups=1,4,7,12,21,30,48,79,110,141,172,203,234,265,296",
+                ],
             },
             Part {
                 name: "tbench",

@@ -98,6 +98,10 @@ impl Env for KernelEnv {
         Some(crate::mm::heap::allocations())
     }
 
+    fn check_threads(&self, threads: usize) -> Result<(), String> {
+        task::check_room_for_threads(threads)
+    }
+
     fn emit(&self, record: &str) {
         emit_json(record);
     }

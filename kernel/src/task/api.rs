@@ -14,7 +14,7 @@ use super::sched::{
     THREADS, add_sleeper, core, current, make_room_for_sleepers, on_this_cpu, resched_if_needed,
     schedule, send_ipis, set_task_thread, switch_to, this_cpu, thread_start,
 };
-use super::thread::{Thread, ThreadState};
+use super::thread::{STACK_BYTES, Thread, ThreadState};
 use super::wake::WF_NONE;
 use crate::arch::{irq, time};
 use crate::mm::space::AddressSpace;
@@ -52,6 +52,48 @@ pub struct SpawnOptions {
     /// Stack size in bytes; 0 (or less than the default) = the default
     /// 64 KiB (`thread::STACK_BYTES`).
     pub stack_bytes: usize,
+}
+
+/// Bytes a thread takes besides its stack, its `Thread` and its room on
+/// the runqueues: the `Arc` header, its name, its boxed closure (an
+/// estimate on the high side for a workload's closures).
+const THREAD_EXTRA_BYTES: usize = 512;
+
+/// Whether `threads` more threads fit before any is made (a workload's
+/// `Env::check_threads`): under the core's live-task table
+/// (`SchedConfig::max_tasks`), and in the heap's free bytes less a tenth
+/// for everything else: per thread its default stack, its `Thread`, and the
+/// room every CPU keeps for every task (`Shared::make_room_for_all_tasks`,
+/// the sleeper heaps). Err says which limit, and by how much.
+pub fn check_room_for_threads(threads: usize) -> Result<(), String> {
+    let (live, max, cpus) = irq::without(|_| {
+        let sh = &core().shared;
+        (sh.live_tasks(), sh.cfg.max_tasks, sh.nr_cpus())
+    });
+    if live + threads > max {
+        return Err(alloc::format!(
+            "{threads} threads with {live} alive exceed the scheduler core's {max} live tasks \
+             (SchedConfig::max_tasks)"
+        ));
+    }
+    let per_cpu =
+        sched::core::Shared::room_bytes_per_task() + core::mem::size_of::<(u64, Arc<Thread>)>();
+    let per = STACK_BYTES + core::mem::size_of::<Thread>() + THREAD_EXTRA_BYTES + cpus * per_cpu;
+    let need = threads as u64 * per as u64;
+    let (_, free) = crate::mm::heap::usage();
+    let usable = (free - free / 10) as u64;
+    if need > usable {
+        return Err(alloc::format!(
+            "{threads} threads need about {} MiB of the kernel heap ({} KiB each: a {} KiB stack, \
+             the thread, and room on each of the {cpus} CPUs' runqueues); {} MiB of it are free: \
+             give the machine more memory (--memory MIB)",
+            need >> 20,
+            per >> 10,
+            STACK_BYTES >> 10,
+            free >> 20
+        ));
+    }
+    Ok(())
 }
 
 /// Creates a thread running `f`, placed by the core's fork placement

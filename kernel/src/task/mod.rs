@@ -12,6 +12,8 @@ pub mod wait;
 pub mod wake;
 
 pub use ::sched::WakeFlags;
-pub use api::{JoinHandle, SpawnOptions, block, sleep_ns, spawn, yield_now};
+pub use api::{
+    JoinHandle, SpawnOptions, block, check_room_for_threads, sleep_ns, spawn, yield_now,
+};
 pub use wait::WaitQueue;
 pub use wake::WF_NONE;

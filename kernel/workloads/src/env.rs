@@ -112,6 +112,12 @@ pub trait Env: Clone + Send + Sync + 'static {
     fn this_cpu(&self) -> usize;
     /// The scheduler's counters now.
     fn snapshot(&self) -> Snapshot;
+    /// Whether `threads` more threads can run at once here, checked by a
+    /// workload before it creates any: Err names the limit (the scheduler
+    /// core's live-task table; in the kernel also the heap their stacks and
+    /// runqueue room need), so a run too big for the machine fails at once
+    /// with a message instead of part-way through its forks.
+    fn check_threads(&self, threads: usize) -> Result<(), String>;
     /// Heap allocations made so far, on any CPU, where the environment
     /// counts them (the kernel's heap); None elsewhere (the simulator's
     /// tasks allocate nothing of their own). A record's `heap_allocs` is

@@ -45,8 +45,11 @@ use crate::noise::{Noise, NoiseWorkers};
 pub const PIPE_BYTES: usize = 64 * 1024;
 /// Linux's default socket send buffer (`net.core.wmem_default`).
 pub const SOCKET_BYTES: usize = 208 * 1024;
-/// Most worker threads (each kernel thread has a 64 KiB stack).
-pub const MAX_TASKS: u64 = 8192;
+/// Most worker threads the arguments may ask for: the scheduler core's
+/// live-task table ([`sched::config::DEFAULT_MAX_TASKS`], 16,384) less room
+/// for the run's other threads. Whether they fit this machine (the kernel's
+/// heap: a 64 KiB stack each) is [`Env::check_threads`]'s, before any starts.
+pub const MAX_TASKS: u64 = sched::config::DEFAULT_MAX_TASKS as u64 - 1024;
 
 /// hackbench's options.
 #[derive(Clone, Debug)]
@@ -119,6 +122,8 @@ struct Books {
 /// Runs hackbench and emits its `hackbench` record.
 pub async fn run<E: Env>(env: &E, p: Params) -> Result<(), String> {
     let tasks = p.tasks();
+    env.check_threads(tasks + p.noise.threads(env.nr_cpus()))
+        .map_err(|e| format!("hackbench: {} groups x {} tasks: {e}", p.groups, 2 * p.fds))?;
     let (groups, fds, loops, datasize) = (p.groups, p.fds, p.loops, p.datasize);
     let space = if p.mode == "process" {
         if !env.address_spaces() {

@@ -89,6 +89,8 @@ impl Params {
 /// Runs the team and emits its `nas` record.
 pub async fn run<E: Env>(env: &E, p: Params) -> Result<(), String> {
     let (threads, phases, work, imbalance) = (p.threads, p.phases, p.work, p.imbalance_pct);
+    env.check_threads(threads + p.noise.threads(env.nr_cpus()))
+        .map_err(|e| format!("nas: {threads} threads: {e}"))?;
     let spin_us = p.spin_ns / 1000;
     let spin_ns = p.spin_ns_on(env.topo().cpus.len());
     env.log(format_args!(

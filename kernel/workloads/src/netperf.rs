@@ -240,6 +240,8 @@ pub async fn run<E: Env>(env: &E, p: Params) -> Result<(), String> {
         placement,
         noise,
     } = p;
+    env.check_threads(2 * pairs + noise.threads(env.nr_cpus()))
+        .map_err(|e| format!("netperf: {pairs} pairs: {e}"))?;
     let mut pins = Vec::with_capacity(pairs);
     for i in 0..pairs {
         pins.push(pair_cpus(env.topo(), placement, i)?);

@@ -28,6 +28,11 @@ pub struct Noise {
 }
 
 impl Noise {
+    /// Threads the noise workers take on a machine of `nr_cpus` CPUs.
+    pub fn threads(&self, nr_cpus: usize) -> usize {
+        if self.period_ns > 0 { nr_cpus } else { 0 }
+    }
+
     /// Reads `kworker_period_us` (0 = off) and `kworker_work`.
     pub fn from_args(a: &mut Args<'_>) -> Result<Noise, String> {
         Ok(Noise {

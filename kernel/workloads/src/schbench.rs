@@ -165,6 +165,8 @@ async fn messenger<E: Env>(env: &E, msg: &Messenger<E>, sh: &Shared<E>, deadline
 
 /// Runs schbench and emits its `schbench` record.
 pub async fn run<E: Env>(env: &E, p: Params) -> Result<(), String> {
+    env.check_threads(p.messengers * (p.workers + 1) + p.noise.threads(env.nr_cpus()))
+        .map_err(|e| format!("schbench: {} x {} workers: {e}", p.messengers, p.workers))?;
     env.log(format_args!(
         "schbench: {} message thread(s) x {} workers, {} ms, sleep {} us, {} ops of {} (per-CPU lock {})",
         p.messengers,

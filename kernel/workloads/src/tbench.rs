@@ -184,6 +184,8 @@ pub async fn run<E: Env>(env: &E, p: Params) -> Result<(), String> {
         work,
         noise,
     } = p;
+    env.check_threads(2 * clients + noise.threads(env.nr_cpus()))
+        .map_err(|e| format!("tbench: {clients} clients: {e}"))?;
     env.log(format_args!(
         "tbench: {clients} clients, {} ms after a {} ms warmup, server work {work} units per request",
         duration_ns / 1_000_000,

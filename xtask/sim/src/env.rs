@@ -146,6 +146,18 @@ impl Env for SimEnv {
         self.world.mailbox.cpu()
     }
 
+    fn check_threads(&self, threads: usize) -> Result<(), String> {
+        let max = self.sched.shared.cfg.max_tasks;
+        let live = self.sched.shared.live_tasks();
+        if live + threads > max {
+            return Err(format!(
+                "{threads} threads with {live} alive exceed the scheduler core's {max} live tasks \
+                 (SchedConfig::max_tasks)"
+            ));
+        }
+        Ok(())
+    }
+
     fn snapshot(&self) -> Snapshot {
         let w = self.lock();
         Snapshot {

@@ -364,3 +364,32 @@ fn barrier_spinners_released_within_their_spin_need_no_wakeup() {
         "spin {short} us of a {gap_ns} ns gap: {w_short} wakeups"
     );
 }
+
+/// A run with more threads than the scheduler core's live-task table fails
+/// before it creates any (`Env::check_threads`), naming the limit: here
+/// hackbench's largest run, 15,360 threads, plus one kworker per CPU on
+/// 1,024 CPUs and the launching thread, one past the 16,384 live tasks.
+#[test]
+fn more_threads_than_the_core_holds_fail_before_any_starts() {
+    let spec = topology::SyntheticSpec::simple(4, 128, 2);
+    let topo = topology::Topology::synthetic(&spec).expect("1,024 CPUs");
+    let c = config(
+        topo,
+        "hackbench",
+        "groups:384,fds:20,loops:1,kworker_period_us:4000",
+    );
+    let o = schedsim::run(&c).expect("configuration starts");
+    assert!(!o.success);
+    let e = record(&o, "error");
+    let m = e["message"].as_str().unwrap();
+    assert!(
+        m.contains("16384 threads with 1 alive exceed the scheduler core's 16384 live tasks"),
+        "{e}"
+    );
+    assert!(
+        !o.records
+            .iter()
+            .any(|r| r.contains("\"type\":\"hackbench\"")),
+        "no run started"
+    );
+}

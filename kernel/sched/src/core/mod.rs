@@ -487,6 +487,22 @@ impl Shared {
         self.room.fetch_max(n, Relaxed);
     }
 
+    /// Tasks alive now (ids in use, reserved ones included).
+    pub fn live_tasks(&self) -> usize {
+        let ids = self.ids.lock();
+        ids.next as usize - ids.free.len()
+    }
+
+    /// Bytes [`Self::make_room_for_all_tasks`] sets aside per task on each
+    /// CPU: the task by value in the arena and in a wake-list entry, a
+    /// timeline node with its free-list slot, a balancing scratch entry.
+    pub const fn room_bytes_per_task() -> usize {
+        core::mem::size_of::<Task>()
+            + core::mem::size_of::<WakeEntry>()
+            + crate::fair::timeline::Timeline::NODE_BYTES
+            + core::mem::size_of::<(u64, TaskId)>()
+    }
+
     /// Allocate a task id, or None when `cfg.max_tasks` tasks are alive.
     pub(crate) fn alloc_id(&self) -> Option<TaskId> {
         let mut ids = self.ids.lock();

@@ -42,6 +42,9 @@ impl Default for Timeline {
 }
 
 impl Timeline {
+    /// Bytes one entity takes: its node and its free-list slot.
+    pub const NODE_BYTES: usize = core::mem::size_of::<Node>() + core::mem::size_of::<u32>();
+
     /// An empty timeline, with room for 8 entities before it first grows.
     pub fn new() -> Self {
         Timeline {

@@ -333,6 +333,10 @@ impl Env for Mock {
         &self.topo
     }
 
+    fn check_threads(&self, _threads: usize) -> Result<(), String> {
+        Ok(()) // the mock's threads are futures: no limit
+    }
+
     fn now_ns(&self) -> u64 {
         self.lock().now
     }
