@@ -17,6 +17,10 @@ const MIB: u64 = 1 << 20;
 /// the low 1 MiB, firmware tables, the bootloader and the kernel image.
 pub const NON_HEAP_MIB: u64 = 16;
 
+/// Bytes per thread per CPU of that room: the core's
+/// (`Shared::room_bytes_per_task`) and a sleeper-heap entry.
+const ROOM_BYTES_PER_THREAD: u64 = (sched::core::Shared::room_bytes_per_task() + 16) as u64;
+
 /// Runs every check; `Ok` means nothing known before the boot stops the run.
 pub fn check(args: &RunArgs) -> Result<()> {
     let cfg = args.boot_config()?;
@@ -87,6 +91,10 @@ pub struct Estimate {
     pub trace: u64,
     /// Per-CPU bring-up stacks.
     pub cpus: u64,
+    /// The room every CPU keeps for every thread (the core's runqueue
+    /// containers, `Shared::make_room_for_all_tasks`, and the sleeper heap),
+    /// made at spawn in steps of 64 threads.
+    pub room: u64,
 }
 
 impl Estimate {
@@ -96,6 +104,7 @@ impl Estimate {
             .saturating_add(self.buffers)
             .saturating_add(self.trace)
             .saturating_add(self.cpus)
+            .saturating_add(self.room)
     }
 }
 
@@ -116,6 +125,11 @@ pub fn estimate(args: &RunArgs, fp: workloads::Footprint, nr_cpus: u32) -> Estim
         buffers: fp.buffer_bytes,
         trace,
         cpus: cpus.saturating_mul(bootcfg::AP_STACK_BYTES as u64),
+        room: fp
+            .threads
+            .next_multiple_of(sched::core::ROOM_STEP as u64)
+            .saturating_mul(ROOM_BYTES_PER_THREAD)
+            .saturating_mul(cpus),
     }
 }
 
@@ -154,12 +168,13 @@ fn memory(args: &RunArgs, fp: workloads::Footprint, nr_cpus: u32) -> Result<()> 
         )
     };
     bail!(
-        "{cause}: the run needs at least {} MiB of kernel heap (estimate; {} CPUs add {} MiB, \
-         trace {} MiB), but --memory {memory_mib} MiB leaves about {} MiB; use --memory {need_mib} \
+        "{cause}: the run needs at least {} MiB of kernel heap (estimate; {} CPUs add {} MiB \
+         and their runqueue room {} MiB, trace {} MiB), but --memory {memory_mib} MiB leaves about {} MiB; use --memory {need_mib} \
          or more, or lower the arguments",
         mib(e.total()),
         nr_cpus,
         mib(e.cpus),
+        mib(e.room),
         mib(e.trace),
         heap / MIB
     )
@@ -271,7 +286,11 @@ mod tests {
             "{e}"
         );
         assert!(e.contains("--memory 512 MiB leaves about 480 MiB"), "{e}");
-        assert!(e.contains("use --memory 69"), "{e}");
+        // 250 MiB of stacks, 407 MiB of socket buffers, 2 MiB of AP stacks,
+        // 23 MiB of runqueue room (4,032 threads x ~0.75 KB x 8 CPUs), plus
+        // what the heap cannot use.
+        assert!(e.contains("runqueue room 23 MiB"), "{e}");
+        assert!(e.contains("use --memory 714"), "{e}");
         // Enough memory: accepted.
         let mut ok = vec![
             "--experiment",
