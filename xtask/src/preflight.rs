@@ -30,6 +30,15 @@ pub fn check(args: &RunArgs) -> Result<()> {
         Backend::Sim => crate::simrun::config(args)?.topology.nr_cpus() as u32,
     };
     let footprint = experiment_args(&cfg.experiment, &cfg.args, nr_cpus as usize)?;
+    let max = sched::config::DEFAULT_MAX_TASKS as u64;
+    if footprint.threads > max {
+        bail!(
+            "--arg {}: {} threads, more than the scheduler core's {max} live tasks \
+             (SchedConfig::max_tasks); lower the arguments",
+            args.args.join(" --arg "),
+            footprint.threads
+        );
+    }
     if args.backend == Backend::Qemu {
         memory(args, footprint, nr_cpus)?;
     }
@@ -268,6 +277,24 @@ mod tests {
             "sim",
         ]))
         .unwrap();
+    }
+
+    #[test]
+    fn more_threads_than_the_core_holds_before_the_boot() {
+        // Whatever the memory: the core's live-task table (stress is the
+        // one experiment whose arguments allow more).
+        let e = err(&[
+            "--experiment",
+            "stress",
+            "--arg",
+            "threads=20000",
+            "--memory",
+            "4096",
+        ]);
+        assert!(
+            e.contains("20000 threads, more than the scheduler core's 16384 live tasks"),
+            "{e}"
+        );
     }
 
     #[test]

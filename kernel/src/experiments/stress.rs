@@ -213,6 +213,10 @@ pub fn run(_m: &Machine, args: &mut Args<'_>) -> Result<ExitCode, String> {
         seed,
     } = workloads::kernel_only::Stress::from_args(args)?;
     let groups = threads.div_ceil(GROUP);
+    // The workers and one visitor per CPU are alive at once from the start
+    // (their children come and go): they must fit before any is made.
+    task::check_room_for_threads(groups * GROUP + crate::arch::percpu::online().count())
+        .map_err(|e| alloc::format!("stress: {e}"))?;
     log::info!(
         "stress: {} worker threads in {groups} groups for {} ms",
         groups * GROUP,
