@@ -130,6 +130,7 @@ pub fn run() -> Result<i32> {
                 switches: num(h, &["sched", "rq", "nr_switches"])?,
                 migrations: num(h, &["sched", "migrations", "total"])?,
                 messages: num(h, &["messages"])?.max(1.0),
+                allocs: num(h, &["heap_allocs"])?,
             });
         }
         hb.push((name, runs));
@@ -178,8 +179,8 @@ pub fn run() -> Result<i32> {
     println!("   last three quarters of the rounds)");
     println!();
     println!(
-        "hackbench threads pipes g4 l500  {:>8} {:>12} {:>11} {:>11} {:>10}",
-        "time (s)", "switches", "migrations", "sw/msg", "migr/msg"
+        "hackbench threads pipes g4 l500  {:>8} {:>12} {:>11} {:>11} {:>10} {:>7}",
+        "time (s)", "switches", "migrations", "sw/msg", "migr/msg", "allocs"
     );
     for (pick, runs) in &hb {
         let msgs = runs[0].messages;
@@ -188,14 +189,16 @@ pub fn run() -> Result<i32> {
             spread(runs, |r| r.switches),
             spread(runs, |r| r.migrations),
         );
+        let allocs = runs.iter().map(|r| r.allocs).fold(0.0, f64::max);
         println!(
-            "  schedlab {:<23}{:>8.3} {:>12.0} {:>11.0} {:>11.3} {:>10.4}",
+            "  schedlab {:<23}{:>8.3} {:>12.0} {:>11.0} {:>11.3} {:>10.4} {:>7.0}",
             pick,
             t.1,
             sw.1,
             mg.1,
             sw.1 / msgs,
-            mg.1 / msgs
+            mg.1 / msgs,
+            allocs
         );
         println!(
             "    range of {HB_RUNS} runs{:>15} {:>12} {:>11}",
@@ -215,9 +218,10 @@ pub fn run() -> Result<i32> {
             mg / 800_000.0
         );
     }
-    println!("  (schedlab: median of {HB_RUNS} runs, unseeded and --seed 1..; Linux: linux-rig");
-    println!("   on the same VM, mean of 5 seeds; its runs spread 3,400-10,600 migrations");
-    println!("   at one seed, docs/benchmarks.md)");
+    println!("  (schedlab: median of {HB_RUNS} runs, unseeded and --seed 1..; allocs: the most");
+    println!("   heap allocations of any run's timed phase; Linux: linux-rig on the same VM,");
+    println!("   mean of 5 seeds; its runs spread 3,400-10,600 migrations at one seed,");
+    println!("   docs/benchmarks.md)");
     println!("records: {}", dir.display());
     Ok(0)
 }
@@ -228,6 +232,8 @@ struct HbRun {
     switches: f64,
     migrations: f64,
     messages: f64,
+    /// Heap allocations in the timed phase.
+    allocs: f64,
 }
 
 /// (min, median, max) of a figure over the runs.
