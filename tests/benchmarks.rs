@@ -244,6 +244,40 @@ fn netperf_rr_answers_every_request_and_stream_delivers_every_byte() {
     }
 }
 
+/// tbench in the kernel: client/server pairs over socketpairs, a warmup,
+/// then the measured interval. The workload itself fails the run if any
+/// operation went unanswered or a byte was lost (its books); here the
+/// record must add up and the interval, with no fork in it, allocate
+/// nothing.
+#[test]
+fn tbench_answers_every_operation_and_its_interval_allocates_nothing() {
+    let mut b = Boot::new("tbench");
+    b.args = "clients:3,duration_ms:200,warmup_ms:50";
+    b.timeout = Duration::from_secs(240);
+    let r = b.expect(Outcome::Success);
+    let t = r.record("tbench").expect("tbench record");
+    assert_eq!(u(&t["clients"]), 3);
+    let per: Vec<&Value> = t["per_client"].as_array().unwrap().iter().collect();
+    assert_eq!(per.len(), 3);
+    assert_eq!(
+        per.iter().map(|c| u(&c["ops"])).sum::<u64>(),
+        u(&t["ops"]),
+        "{t}"
+    );
+    assert_eq!(
+        per.iter().map(|c| u(&c["bytes"])).sum::<u64>(),
+        u(&t["bytes"]),
+        "{t}"
+    );
+    assert!(u(&t["ops"]) > 0 && u(&t["mb_per_sec_x100"]) > 0, "{t}");
+    assert_eq!(
+        u(&t["mb_per_sec_x100"]),
+        u(&t["bytes"]) * 100_000 / u(&t["elapsed_ns"]),
+        "{t}"
+    );
+    assert_eq!(u(&t["heap_allocs"]), 0, "{t}");
+}
+
 #[test]
 fn nas_team_runs_every_phase_and_reports_its_fork_spread() {
     let mut b = Boot::new("nas");

@@ -30,8 +30,6 @@ use crate::watchdog;
 
 /// Bytes every `send` copies from (hackbench writes constant bytes too).
 static SOURCE: [u8; 64 * 1024] = [0x5A; 64 * 1024];
-/// A channel's receive buffer as made (a `recv` of more grows it once).
-const RECV_BUF_START: usize = 16 * 1024;
 
 /// The kernel environment (no state: everything lives in the kernel).
 #[derive(Clone, Copy, Debug, Default)]
@@ -98,6 +96,12 @@ impl Env for KernelEnv {
         Some(crate::mm::heap::allocations())
     }
 
+    fn reserve_recv(&self, rx: &mut Rx, max: usize) {
+        if rx.buf.len() < max {
+            rx.buf.resize(max, 0);
+        }
+    }
+
     fn check_threads(&self, threads: usize) -> Result<(), String> {
         task::check_room_for_threads(threads)
     }
@@ -155,9 +159,9 @@ impl Env for KernelEnv {
             },
             Rx {
                 reader,
-                // A receive buffer made here, not at the first `recv` inside
-                // a measured interval (hackbench's allocation count is 0).
-                buf: alloc::vec![0; capacity.min(RECV_BUF_START)],
+                // Sized by the workload before its measured interval
+                // (`reserve_recv`), so no `recv` inside it allocates.
+                buf: Vec::new(),
                 dropped: None,
             },
         )

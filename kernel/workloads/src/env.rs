@@ -118,6 +118,12 @@ pub trait Env: Clone + Send + Sync + 'static {
     /// runqueue room need), so a run too big for the machine fails at once
     /// with a message instead of part-way through its forks.
     fn check_threads(&self, threads: usize) -> Result<(), String>;
+    /// Makes `rx`'s read buffer hold `max` bytes now, before a measured
+    /// interval, so that no later `recv` of up to `max` bytes allocates (the
+    /// kernel's reader copies into a buffer, as a program's `read` does
+    /// into one it allocated at start). Nothing to do where a receive copies
+    /// nowhere (the simulator).
+    fn reserve_recv(&self, _rx: &mut Self::Rx, _max: usize) {}
     /// Heap allocations made so far, on any CPU, where the environment
     /// counts them (the kernel's heap); None elsewhere (the simulator's
     /// tasks allocate nothing of their own). A record's `heap_allocs` is

@@ -165,6 +165,7 @@ pub async fn run<E: Env>(env: &E, p: Params) -> Result<(), String> {
         let mut writers = Vec::with_capacity(fds);
         for r in 0..fds {
             let (w, mut rx) = env.channel(p.channel_bytes());
+            env.reserve_recv(&mut rx, datasize);
             writers.push(w);
             let (e, gate, books) = (env.clone(), gate.clone(), books.clone());
             let body = async move {

@@ -276,6 +276,17 @@ pub async fn run<E: Env>(env: &E, p: Params) -> Result<(), String> {
         };
         let (to_server, mut server_rx) = socket(env);
         let (to_client, mut client_rx) = socket(env);
+        // Each side's largest read: a request or a response (RR), a send
+        // (the stream's receiving side).
+        let (server_reads, client_reads) = if rr {
+            (request, response)
+        } else if maerts {
+            (0, send_size)
+        } else {
+            (send_size, 0)
+        };
+        env.reserve_recv(&mut server_rx, server_reads);
+        env.reserve_recv(&mut client_rx, client_reads);
         let (e, g, bk, st) = (env.clone(), gate.clone(), b.clone(), stop.clone());
         let server = async move {
             g.check_in_and_wait(&e).await;

@@ -57,6 +57,12 @@ pub const SOCKET_BYTES: usize = 208 * 1024;
 pub const NAME_BYTES: usize = 40;
 /// ReadX / WriteX sizes the script draws from.
 pub const IO_SIZES: &[usize] = &[1024, 4096, 16_384, 65_536];
+/// The largest ReadX/WriteX payload.
+const IO_MAX: usize = IO_SIZES[IO_SIZES.len() - 1];
+/// The largest request of the script (a WriteX of [`IO_MAX`]).
+pub const MAX_REQUEST: usize = 51 + IO_MAX;
+/// The largest reply of the script (a ReadX of [`IO_MAX`]).
+pub const MAX_REPLY: usize = IO_MAX + 4;
 /// Operations per script cycle.
 pub const CYCLE: u64 = 9;
 /// Most clients (two threads each).
@@ -203,6 +209,8 @@ pub async fn run<E: Env>(env: &E, p: Params) -> Result<(), String> {
     for (i, b) in books.iter().enumerate() {
         let (to_server, mut server_rx) = env.channel(SOCKET_BYTES);
         let (to_client, mut client_rx) = env.channel(SOCKET_BYTES);
+        env.reserve_recv(&mut server_rx, MAX_REQUEST);
+        env.reserve_recv(&mut client_rx, MAX_REPLY);
         let (e, g, bk) = (env.clone(), gate.clone(), b.clone());
         let server = async move {
             g.check_in_and_wait(&e).await;
@@ -322,4 +330,26 @@ pub async fn run<E: Env>(env: &E, p: Params) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{MAX_REPLY, MAX_REQUEST, Script};
+
+    /// The readers' buffers are sized by these bounds before the measured
+    /// interval: no operation of the script may exceed them, and the
+    /// largest ones reach them.
+    #[test]
+    fn no_operation_is_larger_than_the_reserved_reads() {
+        let (mut req, mut rep) = (0, 0);
+        for client in 0..4 {
+            let mut s = Script::new(client);
+            for _ in 0..10_000 {
+                let op = s.next_op();
+                req = req.max(op.request);
+                rep = rep.max(op.reply);
+            }
+        }
+        assert_eq!((req, rep), (MAX_REQUEST, MAX_REPLY));
+    }
 }
