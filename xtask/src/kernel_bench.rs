@@ -8,7 +8,9 @@
 //! `hackbench` threads/pipes g4 l500 under CFS and EEVDF (and EEVDF with
 //! the 52 inherited wakee flips of the Linux rig's workers, with and without
 //! `IMB_PCT_117`, and with both 6.x balancing switches), then prints one
-//! table. Each hackbench row is run [`HB_RUNS`] times: unseeded and with
+//! table. The latency experiment runs [`LAT_RUNS`] times (the same-CPU
+//! row is reported per mode: with the woken task preempting the waker, and
+//! without). Each hackbench row is run [`HB_RUNS`] times: unseeded and with
 //! `--seed 1`, `--seed 2` (the kernel's start-up jitter), since under icount
 //! a run's switch count can change several-fold with small timing
 //! differences; the table gives the median and the range. Each run is this
@@ -30,6 +32,11 @@ const LINUX_HB: [(&str, f64, f64, f64); 1] = [("6.12 (EEVDF)", 2.414, 81_200.0, 
 
 /// Runs per hackbench row: no seed, then seeds 1, 2, ...
 const HB_RUNS: usize = 3;
+/// Runs of the latency experiment: no seed, then seeds 1, 2, 3. Under
+/// icount the same-CPU pair either preempts at (nearly) every wakeup or at
+/// none, as start-up timing left their vruntimes; the seeds' jitter shows
+/// both, and the table gives each mode's cost apart.
+const LAT_RUNS: usize = 4;
 
 /// One child `run` with `--results`; returns its records.
 fn run_records(dir: &Path, tag: &str, args: &[&str]) -> Result<Vec<Value>> {
@@ -73,7 +80,15 @@ fn num(v: &Value, path: &[&str]) -> Result<f64> {
 pub fn run() -> Result<i32> {
     let dir: PathBuf = crate::project_root().join("target/bench-kernel");
     std::fs::create_dir_all(&dir)?;
-    let lat = run_records(&dir, "latency", &["--experiment", "latency"])?;
+    let mut lat = Vec::new();
+    for r in 0..LAT_RUNS {
+        let seed = r.to_string();
+        let mut args = vec!["--experiment", "latency"];
+        if r > 0 {
+            args.extend(["--seed", &seed]);
+        }
+        lat.push(run_records(&dir, &format!("latency-run{r}"), &args)?);
+    }
     let mut hb = Vec::new();
     // The last two rows start hackbench with the wakee_flips the Linux
     // rig's shell passes on to its workers (docs/benchmarks.md, "Inherited
@@ -140,43 +155,90 @@ pub fn run() -> Result<i32> {
     println!("default preset (8 vCPUs: 2 sockets x 2 cores x 2 threads, 2 nodes), release kernel");
     println!();
     println!(
-        "pipe round trip     {:>12} {:>8} {:>9} {:>14} {:>7}",
+        "pipe round trip                 {:>12} {:>8} {:>9} {:>14} {:>7}",
         "instructions", "sw/rt", "preempt", "Linux 6.12", "allocs"
     );
-    let l = record(&lat, "latency")?;
-    for p in l["placements"].as_array().context("latency placements")? {
-        let name = p["placement"].as_str().unwrap_or("?");
+    let lats: Vec<&Value> = lat
+        .iter()
+        .map(|recs| record(recs, "latency"))
+        .collect::<Result<_>>()?;
+    // Per placement, every run's (p50, switches/rt, preempts/rt, allocs).
+    let mut rows: Vec<(String, Vec<[f64; 4]>)> = Vec::new();
+    let mut barrier = Vec::new();
+    for l in &lats {
         let rounds = num(l, &["rounds"])?.max(1.0);
-        let linux = if name == "same_cpu" {
-            LINUX_PIPE_SAME_NS
-        } else {
-            LINUX_PIPE_CROSS_NS
-        };
-        println!(
-            "  {:<18}{:>12.0} {:>8.2} {:>9.2} {:>14.0} {:>7.0}",
-            name,
-            num(p, &["p50_ns"])?,
-            num(p, &["switches"])? / rounds,
-            num(p, &["wakeup_preempts"])? / rounds,
-            linux,
-            num(p, &["heap_allocs"])?
-        );
+        for p in l["placements"].as_array().context("latency placements")? {
+            let name = p["placement"].as_str().unwrap_or("?").to_string();
+            let v = [
+                num(p, &["p50_ns"])?,
+                num(p, &["switches"])? / rounds,
+                num(p, &["wakeup_preempts"])? / rounds,
+                num(p, &["heap_allocs"])?,
+            ];
+            match rows.iter_mut().find(|(n, _)| *n == name) {
+                Some((_, runs)) => runs.push(v),
+                None => rows.push((name, vec![v])),
+            }
+        }
+        let b = &l["barrier"];
+        barrier.push([
+            num(b, &["mean_ns"])?,
+            num(b, &["switches"])? / rounds,
+            num(b, &["wakeup_preempts"])? / rounds,
+            num(b, &["heap_allocs"])?,
+        ]);
     }
-    let b = &l["barrier"];
+    let line = |name: &str, runs: &[[f64; 4]], linux: String| {
+        if runs.is_empty() {
+            println!(
+                "  {name:<30}{:>12} {:>8} {:>9} {linux:>14} {:>7}",
+                "-", "-", "-", "-"
+            );
+            return;
+        }
+        let med = |i: usize| {
+            let mut v: Vec<f64> = runs.iter().map(|r| r[i]).collect();
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        };
+        let allocs = runs.iter().map(|r| r[3]).fold(0.0, f64::max);
+        println!(
+            "  {name:<30}{:>12.0} {:>8.2} {:>9.2} {linux:>14} {allocs:>7.0}",
+            med(0),
+            med(1),
+            med(2)
+        );
+    };
+    for (name, runs) in &rows {
+        if name == "same_cpu" {
+            // The two modes apart: most wakeups preempt the waker, or none.
+            let (pre, not): (Vec<[f64; 4]>, Vec<[f64; 4]>) = runs.iter().partition(|r| r[2] >= 0.5);
+            let linux = format!("{LINUX_PIPE_SAME_NS:.0}");
+            let n = runs.len();
+            line(
+                &format!("same_cpu, preempting ({} of {n})", pre.len()),
+                &pre,
+                linux.clone(),
+            );
+            line(
+                &format!("same_cpu, not ({} of {n})", not.len()),
+                &not,
+                linux,
+            );
+        } else {
+            line(name, runs, format!("{LINUX_PIPE_CROSS_NS:.0}"));
+        }
+    }
+    line("barrier (mean)", &barrier, "-".to_string());
+    println!("  (medians over {LAT_RUNS} runs, unseeded and --seed 1..; same_cpu split by whether");
     println!(
-        "  {:<18}{:>12.0} {:>8.2} {:>9.2} {:>14} {:>7.0}",
-        "barrier (mean)",
-        num(b, &["mean_ns"])?,
-        num(b, &["switches"])? / num(l, &["rounds"])?.max(1.0),
-        num(b, &["wakeup_preempts"])? / num(l, &["rounds"])?.max(1.0),
-        "-",
-        num(b, &["heap_allocs"])?
+        "   the woken task preempts at most wakeups, as start-up timing decides under icount;"
     );
-    println!("  (p50 of the round trips; sw/rt and preempt: context switches and wakeup");
+    println!("   p50 of the round trips; sw/rt and preempt: context switches and wakeup");
     println!("   preemptions per round trip; Linux: perf bench sched pipe, same CPU pinned");
     println!("   and unpinned, docs/benchmarks.md; barrier: a two-thread barrier round between");
-    println!("   CPU 0 and its SMT sibling, mean; allocs: heap allocations on any CPU over the");
-    println!("   last three quarters of the rounds)");
+    println!("   CPU 0 and its SMT sibling, mean; allocs: the most heap allocations on any CPU");
+    println!("   over the last three quarters of a run's rounds)");
     println!();
     println!(
         "hackbench threads pipes g4 l500  {:>8} {:>12} {:>11} {:>11} {:>10} {:>7}",
