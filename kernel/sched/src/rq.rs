@@ -65,9 +65,10 @@ pub struct Rq {
     /// Scratch for `detach_tasks`' LRU order (reused, see `lru_tasks`).
     pub lru_scratch: Vec<(u64, crate::task::TaskId)>,
     /// Spare room for the lists of tasks a balance pass moves
-    /// ([`crate::core::Migrations`], taken and given back by
-    /// `SchedCore::migrations_list` / `recycle_migrations`), so a batch of
-    /// up to `nr_migrate` moves allocates nothing.
+    /// ([`crate::core::Migrations`], taken by `SchedCore::push_migration`
+    /// and `append_migrations` when a list would spill, given back by
+    /// `recycle_migrations`), so a batch of up to `nr_migrate` moves
+    /// allocates nothing.
     pub migr_spares: Vec<Vec<crate::core::Migration>>,
     /// Pending active balance: push one task to this CPU.
     pub active_balance: Option<CpuId>,

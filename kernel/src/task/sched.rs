@@ -210,14 +210,15 @@ pub fn stats_json() -> String {
 /// Threads every CPU's sleeper heap has room for ([`make_room_for_sleepers`]).
 static SLEEPER_ROOM: AtomicUsize = AtomicUsize::new(0);
 
-/// Gives every CPU's sleeper heap room for `threads` sleepers, in steps of
-/// 64, so that no `sleep` allocates wherever it runs (the spawn path calls
-/// it with its thread table's size; 16 bytes per thread per CPU).
+/// Gives every CPU's sleeper heap room for `threads` sleepers, in the
+/// core's steps ([`sched::core::ROOM_STEP`]), so that no `sleep` allocates
+/// wherever it runs (the spawn path calls it with its thread table's size;
+/// 16 bytes per thread per CPU).
 pub(super) fn make_room_for_sleepers(_irq: &IrqsOff, threads: usize) {
     if threads <= SLEEPER_ROOM.load(Ordering::Relaxed) {
         return;
     }
-    let n = threads.next_multiple_of(64);
+    let n = threads.next_multiple_of(sched::core::ROOM_STEP);
     for c in CPUS.get().expect("scheduler not initialised").iter() {
         let mut heap = c.sleepers.lock();
         let len = heap.len();

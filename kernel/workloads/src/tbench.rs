@@ -59,10 +59,14 @@ pub const NAME_BYTES: usize = 40;
 pub const IO_SIZES: &[usize] = &[1024, 4096, 16_384, 65_536];
 /// The largest ReadX/WriteX payload.
 const IO_MAX: usize = IO_SIZES[IO_SIZES.len() - 1];
+/// A WriteX request's bytes besides its payload.
+const WRITEX_HEADER: usize = 51;
+/// A ReadX reply's bytes besides its payload.
+const READX_HEADER: usize = 4;
 /// The largest request of the script (a WriteX of [`IO_MAX`]).
-pub const MAX_REQUEST: usize = 51 + IO_MAX;
+pub const MAX_REQUEST: usize = WRITEX_HEADER + IO_MAX;
 /// The largest reply of the script (a ReadX of [`IO_MAX`]).
-pub const MAX_REPLY: usize = IO_MAX + 4;
+pub const MAX_REPLY: usize = IO_MAX + READX_HEADER;
 /// Operations per script cycle.
 pub const CYCLE: u64 = 9;
 /// Most clients (two threads each).
@@ -146,14 +150,14 @@ impl Script {
                 let size = self.io_size(); // ReadX
                 Op {
                     request: 55,
-                    reply: size + 4,
+                    reply: size + READX_HEADER,
                     payload: size,
                 }
             }
             4 => {
                 let size = self.io_size(); // WriteX
                 Op {
-                    request: 51 + size,
+                    request: WRITEX_HEADER + size,
                     reply: 41,
                     payload: size,
                 }

@@ -459,10 +459,7 @@ impl Shared {
     /// simulator) does not call it. Takes each CPU's locks in turn: call it
     /// with no scheduler lock held.
     pub fn make_room_for_all_tasks(&self) {
-        let live = {
-            let ids = self.ids.lock();
-            ids.next as usize - ids.free.len()
-        };
+        let live = self.live_tasks();
         if live <= self.room.load(Relaxed) {
             return;
         }
