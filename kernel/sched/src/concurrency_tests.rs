@@ -359,14 +359,23 @@ fn kernel_protocol(queue: bool) {
     });
     let n = k.s.shared.nr_cpus();
     assert_eq!(n, 16);
-    let threads: Vec<_> = (0..n)
-        .map(|cpu| {
-            let k = Arc::clone(&k);
-            std::thread::spawn(move || drive_kernel_cpu(&k, cpu, 10_000, 96))
-        })
-        .collect();
-    for t in threads {
-        t.join().expect("a CPU thread panicked");
+    // Rounds of 10,000 steps per CPU thread until the wake lists were used
+    // enough: how many wakeups find their target on another CPU depends on
+    // how the host interleaves the threads (a fast build on a loaded host
+    // runs them almost one after another).
+    for _round in 0..20 {
+        let threads: Vec<_> = (0..n)
+            .map(|cpu| {
+                let k = Arc::clone(&k);
+                std::thread::spawn(move || drive_kernel_cpu(&k, cpu, 10_000, 96))
+            })
+            .collect();
+        for t in threads {
+            t.join().expect("a CPU thread panicked");
+        }
+        if !queue || k.s.stats().wake.ttwu_queued > 1_000 {
+            break;
+        }
     }
     // Wake every blocked thread; each CPU then schedules once.
     let now = k.clock.fetch_add(1_000_000, Relaxed);

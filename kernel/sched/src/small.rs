@@ -5,7 +5,9 @@
 use alloc::vec::Vec;
 
 /// Up to two items inline, more on the heap (only whole-machine contexts).
-/// Items are in `inline[..len]` while `heap` is empty, else all in `heap`.
+/// Items 0 and 1 always live in `inline` (so the hot cases, an operation
+/// holding one or two runqueues, read them with no check of `heap`);
+/// items from 2 on live in `heap`.
 pub(crate) struct Small<T> {
     len: usize,
     inline: [Option<T>; 2],
@@ -40,29 +42,41 @@ impl<T> Small<T> {
 
     #[inline]
     pub(crate) fn get(&self, i: usize) -> Option<&T> {
-        if self.heap.is_empty() {
-            self.inline.get(i).and_then(|x| x.as_ref())
-        } else {
-            self.heap.get(i)
+        match i {
+            0 => self.inline[0].as_ref(),
+            1 => self.inline[1].as_ref(),
+            _ => self.heap.get(i - 2),
         }
     }
 
     #[inline]
     pub(crate) fn get_mut(&mut self, i: usize) -> Option<&mut T> {
-        if self.heap.is_empty() {
-            self.inline.get_mut(i).and_then(|x| x.as_mut())
-        } else {
-            self.heap.get_mut(i)
+        match i {
+            0 => self.inline[0].as_mut(),
+            1 => self.inline[1].as_mut(),
+            _ => self.heap.get_mut(i - 2),
         }
+    }
+
+    /// The first item (no index to check).
+    #[inline(always)]
+    pub(crate) fn first_mut(&mut self) -> Option<&mut T> {
+        self.inline[0].as_mut()
+    }
+
+    /// The first item.
+    #[inline(always)]
+    pub(crate) fn first(&self) -> Option<&T> {
+        self.inline[0].as_ref()
     }
 
     /// Insert at `i` (0..=len), shifting later items.
     #[inline]
     pub(crate) fn insert(&mut self, i: usize, x: T) {
         assert!(i <= self.len, "insert past the end");
-        if self.len < 2 && self.heap.is_empty() {
-            // Inline and room left: the hot case (an operation's first or
-            // second lock), no call.
+        if self.len < 2 {
+            // Room inline: the hot case (an operation's first or second
+            // lock), no call.
             if i == 0 && self.len == 1 {
                 self.inline[1] = self.inline[0].take();
             }
@@ -76,13 +90,18 @@ impl<T> Small<T> {
     #[cold]
     #[inline(never)]
     fn insert_cold(&mut self, i: usize, x: T) {
-        if self.heap.is_empty() {
-            let mut v: Vec<T> = Vec::with_capacity(4);
-            v.extend(self.inline.iter_mut().filter_map(|x| x.take()));
-            v.insert(i, x);
-            self.heap = v;
-        } else {
-            self.heap.insert(i, x);
+        // Both inline slots are full: the item that leaves them goes to the
+        // front of the heap part.
+        match i {
+            0 | 1 => {
+                let out = self.inline[1].take().expect("full");
+                self.heap.insert(0, out);
+                if i == 0 {
+                    self.inline[1] = self.inline[0].take();
+                }
+                self.inline[i] = Some(x);
+            }
+            _ => self.heap.insert(i - 2, x),
         }
         self.len += 1;
     }
@@ -91,7 +110,7 @@ impl<T> Small<T> {
     #[inline]
     pub(crate) fn remove(&mut self, i: usize) -> T {
         assert!(i < self.len, "remove past the end");
-        if !self.heap.is_empty() {
+        if self.len > 2 {
             return self.remove_cold(i);
         }
         self.len -= 1;
@@ -106,7 +125,17 @@ impl<T> Small<T> {
     #[inline(never)]
     fn remove_cold(&mut self, i: usize) -> T {
         self.len -= 1;
-        let x = self.heap.remove(i);
+        let x = match i {
+            0 | 1 => {
+                let x = self.inline[i].take().expect("in range");
+                if i == 0 {
+                    self.inline[0] = self.inline[1].take();
+                }
+                self.inline[1] = Some(self.heap.remove(0));
+                x
+            }
+            _ => self.heap.remove(i - 2),
+        };
         if self.heap.is_empty() {
             self.heap = Vec::new();
         }
@@ -119,7 +148,7 @@ impl<T> Small<T> {
         match self.len {
             0 => None,
             // Inline: the last item moves out, nothing shifts.
-            n @ 1..=2 if self.heap.is_empty() => {
+            n @ 1..=2 => {
                 self.len = n - 1;
                 self.inline[n - 1].take()
             }
@@ -128,40 +157,32 @@ impl<T> Small<T> {
     }
 
     pub(crate) fn iter(&self) -> impl Iterator<Item = &T> {
-        let (a, v): (&[Option<T>], &[T]) = if self.heap.is_empty() {
-            (&self.inline, &[])
-        } else {
-            (&[], &self.heap)
-        };
-        a.iter().filter_map(|x| x.as_ref()).chain(v.iter())
+        self.inline
+            .iter()
+            .filter_map(|x| x.as_ref())
+            .chain(self.heap.iter())
     }
 
     /// The item whose key is `k` (a direct look at the two inline slots in
     /// the common case, no index to re-check).
     #[inline]
     pub(crate) fn find_by_key<K: Eq>(&self, k: &K, f: impl Fn(&T) -> K) -> Option<&T> {
-        if self.heap.is_empty() {
-            match &self.inline {
-                [Some(a), _] if f(a) == *k => Some(a),
-                [Some(_), Some(b)] if f(b) == *k => Some(b),
-                _ => None,
-            }
-        } else {
-            self.heap.iter().find(|x| f(x) == *k)
+        match &self.inline {
+            [Some(a), _] if f(a) == *k => Some(a),
+            [Some(_), Some(b)] if f(b) == *k => Some(b),
+            _ if self.len > 2 => self.heap.iter().find(|x| f(x) == *k),
+            _ => None,
         }
     }
 
     /// [`Self::find_by_key`], mutably.
     #[inline]
     pub(crate) fn find_by_key_mut<K: Eq>(&mut self, k: &K, f: impl Fn(&T) -> K) -> Option<&mut T> {
-        if self.heap.is_empty() {
-            match &mut self.inline {
-                [Some(a), _] if f(a) == *k => Some(a),
-                [Some(_), Some(b)] if f(b) == *k => Some(b),
-                _ => None,
-            }
-        } else {
-            self.heap.iter_mut().find(|x| f(x) == *k)
+        match &mut self.inline {
+            [Some(a), _] if f(a) == *k => Some(a),
+            [Some(_), Some(b)] if f(b) == *k => Some(b),
+            _ if self.len > 2 => self.heap.iter_mut().find(|x| f(x) == *k),
+            _ => None,
         }
     }
 
@@ -169,24 +190,24 @@ impl<T> Small<T> {
     #[inline]
     pub(crate) fn search_by_key<K: Ord>(&self, k: &K, f: impl Fn(&T) -> K) -> Result<usize, usize> {
         use core::cmp::Ordering::{Equal, Greater, Less};
-        if self.heap.is_empty() {
-            return match &self.inline {
-                [None, _] => Err(0),
-                [Some(a), b] => match f(a).cmp(k) {
-                    Equal => Ok(0),
-                    Greater => Err(0),
-                    Less => match b {
-                        None => Err(1),
-                        Some(b) => match f(b).cmp(k) {
-                            Equal => Ok(1),
-                            Greater => Err(1),
-                            Less => Err(2),
+        match &self.inline {
+            [None, _] => Err(0),
+            [Some(a), b] => match f(a).cmp(k) {
+                Equal => Ok(0),
+                Greater => Err(0),
+                Less => match b {
+                    None => Err(1),
+                    Some(b) => match f(b).cmp(k) {
+                        Equal => Ok(1),
+                        Greater => Err(1),
+                        Less => match self.heap.binary_search_by(|x| f(x).cmp(k)) {
+                            Ok(i) => Ok(i + 2),
+                            Err(i) => Err(i + 2),
                         },
                     },
                 },
-            };
+            },
         }
-        self.heap.binary_search_by(|x| f(x).cmp(k))
     }
 }
 
@@ -215,6 +236,13 @@ mod tests {
             }
             assert_eq!(s.len(), model.len());
             assert_eq!(s.iter().copied().collect::<Vec<_>>(), model);
+            for (i, v) in model.iter().enumerate() {
+                assert_eq!(s.get(i), Some(v));
+                assert_eq!(s.find_by_key(v, |x| *x), Some(v));
+            }
+            assert_eq!(s.get(model.len()), None);
+            assert_eq!(s.first(), model.first());
+            assert_eq!(s.find_by_key(&99, |x| *x), None);
             if step % 50 == 0 {
                 while let Some(v) = s.pop() {
                     assert_eq!(Some(v), model.pop());

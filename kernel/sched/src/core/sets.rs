@@ -121,11 +121,41 @@ impl TaskSet<'_> {
     #[inline(always)]
     pub fn get_mut(&mut self, id: TaskId) -> Option<&mut Task> {
         // The directory first: a task in transit is never homed on a held
-        // runqueue, and the common case costs one load.
-        if let Some((h, slot)) = self.locate(id) {
+        // runqueue. The common case, a task on the first held runqueue,
+        // costs one load, one compare and the slot's bounds check.
+        let (cpu, slot) = self.dir(id)?;
+        if self.held.first().is_some_and(|(c, _)| *c == cpu) {
+            let (_, a) = self.held.first_mut()?;
+            return a.at_mut(slot).filter(|t| t.id == id);
+        }
+        self.get_mut_slow(id, cpu, slot)
+    }
+
+    /// [`Self::get_mut`] past the first held runqueue: a second one, or the
+    /// task in transit.
+    #[inline(never)]
+    fn get_mut_slow(&mut self, id: TaskId, cpu: CpuId, slot: usize) -> Option<&mut Task> {
+        if let Ok(h) = self.held.search_by_key(&cpu, |(c, _)| *c) {
             return self.arena(h).at_mut(slot).filter(|t| t.id == id);
         }
         (*self.transit).as_mut().filter(|t| t.id == id)
+    }
+
+    /// `Tasks::get` past the first held runqueue.
+    #[inline(never)]
+    fn get_slow(&self, id: TaskId, cpu: CpuId, slot: usize) -> Option<&Task> {
+        if let Ok(h) = self.held.search_by_key(&cpu, |(c, _)| *c) {
+            return self.held.get(h)?.1.at(slot).filter(|t| t.id == id);
+        }
+        (*self.transit).as_ref().filter(|t| t.id == id)
+    }
+
+    /// The directory's (CPU, slot) of `id` (the CPU is meaningless for a
+    /// task not homed on a runqueue: no held runqueue has it).
+    #[inline(always)]
+    fn dir(&self, id: TaskId) -> Option<(CpuId, usize)> {
+        let v = self.loc.get(id.0 as usize)?.load(Relaxed);
+        Some(((v >> 32) as usize, v as u32 as usize))
     }
 
     /// Tasks homed on the held runqueues and in transit.
@@ -228,10 +258,13 @@ impl TaskSet<'_> {
 impl Tasks for TaskSet<'_> {
     #[inline(always)]
     fn get(&self, id: TaskId) -> Option<&Task> {
-        if let Some((h, slot)) = self.locate(id) {
-            return self.held.get(h)?.1.at(slot).filter(|t| t.id == id);
+        let (cpu, slot) = self.dir(id)?;
+        if let Some((c, a)) = self.held.first()
+            && *c == cpu
+        {
+            return a.at(slot).filter(|t| t.id == id);
         }
-        (*self.transit).as_ref().filter(|t| t.id == id)
+        self.get_slow(id, cpu, slot)
     }
 }
 
