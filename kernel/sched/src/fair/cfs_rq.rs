@@ -9,7 +9,7 @@
 use super::pick::PickDiscipline;
 use super::timeline::Timeline;
 use crate::pelt::{Removed, SchedAvg};
-use crate::task::{TaskId, TaskPolicy, Tasks};
+use crate::task::{SchedEntity, Task, TaskId, TaskPolicy, Tasks};
 use crate::weight::LoadWeight;
 
 /// Initial `min_vruntime`: far from 0 so entities placed left of it (sleeper
@@ -76,7 +76,12 @@ impl CfsRq {
     /// `__enqueue_entity` + `avg_vruntime_add`, sorted by the pick's
     /// [`PickDiscipline::tree_key`].
     pub fn tree_insert(&mut self, pick: impl PickDiscipline, tasks: &impl Tasks, id: TaskId) {
-        let se = &tasks[id].se;
+        self.tree_insert_se(pick, &tasks[id].se, id);
+    }
+
+    /// [`Self::tree_insert`] of `id`, whose entity the caller has at hand.
+    #[inline]
+    pub fn tree_insert_se(&mut self, pick: impl PickDiscipline, se: &SchedEntity, id: TaskId) {
         let w = se.load.weight;
         self.avg_vruntime += i128::from(self.entity_key(se.vruntime)) * i128::from(w);
         self.avg_load += w;
@@ -85,7 +90,12 @@ impl CfsRq {
 
     /// `__dequeue_entity` + `avg_vruntime_sub`.
     pub fn tree_remove(&mut self, pick: impl PickDiscipline, tasks: &impl Tasks, id: TaskId) {
-        let se = &tasks[id].se;
+        self.tree_remove_se(pick, &tasks[id].se, id);
+    }
+
+    /// [`Self::tree_remove`] of `id`, whose entity the caller has at hand.
+    #[inline]
+    pub fn tree_remove_se(&mut self, pick: impl PickDiscipline, se: &SchedEntity, id: TaskId) {
         let w = se.load.weight;
         let found = self.timeline.remove(pick.tree_key(se), id);
         debug_assert!(found, "entity {id:?} not in tree");
@@ -95,18 +105,30 @@ impl CfsRq {
 
     /// `account_entity_enqueue`.
     pub fn account_enqueue(&mut self, tasks: &impl Tasks, id: TaskId) {
-        self.load.add(tasks[id].weight());
+        self.account_enqueue_task(&tasks[id]);
+    }
+
+    /// [`Self::account_enqueue`] of a task the caller has at hand.
+    #[inline]
+    pub fn account_enqueue_task(&mut self, t: &Task) {
+        self.load.add(t.weight());
         self.nr_running += 1;
-        if tasks[id].policy == TaskPolicy::Idle {
+        if t.policy == TaskPolicy::Idle {
             self.nr_idle += 1;
         }
     }
 
     /// `account_entity_dequeue`.
     pub fn account_dequeue(&mut self, tasks: &impl Tasks, id: TaskId) {
-        self.load.sub(tasks[id].weight());
+        self.account_dequeue_task(&tasks[id]);
+    }
+
+    /// [`Self::account_dequeue`] of a task the caller has at hand.
+    #[inline]
+    pub fn account_dequeue_task(&mut self, t: &Task) {
+        self.load.sub(t.weight());
         self.nr_running -= 1;
-        if tasks[id].policy == TaskPolicy::Idle {
+        if t.policy == TaskPolicy::Idle {
             self.nr_idle -= 1;
         }
     }
@@ -131,7 +153,7 @@ impl CfsRq {
             if avg < 0 {
                 avg -= load - 1;
             }
-            avg /= load;
+            avg = div_i128(avg, load);
         }
         self.min_vruntime.wrapping_add(avg as i64 as u64)
     }
@@ -169,5 +191,75 @@ impl CfsRq {
     /// `cfs_rq->nr_queued` of tree entities + curr: whether anything is runnable.
     pub fn has_runnable(&self) -> bool {
         self.nr_running > 0
+    }
+}
+
+/// `a / b` (truncating, as Rust's `/`), through 64-bit division when both
+/// fit: the same quotient as the 128-bit one, without the library call
+/// (`__divti3`) the hot EEVDF paths would otherwise make on every wakeup.
+#[inline]
+pub(crate) fn div_i128(a: i128, b: i128) -> i128 {
+    match (i64::try_from(a), i64::try_from(b)) {
+        (Ok(a), Ok(b)) if !(a == i64::MIN && b == -1) => i128::from(a / b),
+        _ => a / b,
+    }
+}
+
+/// `a * b / c` truncated to i64 as `(i128(a) * i128(b) / i128(c)) as i64`
+/// computes it, in 64 bits when the product fits.
+#[inline]
+pub(crate) fn mul_div_i128(a: i64, b: u64, c: u64) -> i64 {
+    match (i64::try_from(b), i64::try_from(c)) {
+        (Ok(b64), Ok(c64)) if c64 != 0 => match a.checked_mul(b64) {
+            // c64 > 0: the quotient cannot overflow.
+            Some(p) => p / c64,
+            _ => (i128::from(a) * i128::from(b) / i128::from(c)) as i64,
+        },
+        _ => (i128::from(a) * i128::from(b) / i128::from(c)) as i64,
+    }
+}
+
+#[cfg(test)]
+mod div_tests {
+    use super::{div_i128, mul_div_i128};
+
+    #[test]
+    fn narrow_division_gives_the_wide_quotient() {
+        let wide = [
+            0i128,
+            1,
+            -1,
+            7,
+            -7,
+            i128::from(i64::MAX),
+            i128::from(i64::MIN),
+            i128::from(i64::MAX) + 1,
+            i128::from(i64::MIN) - 1,
+            -(1 << 80),
+            1 << 90,
+        ];
+        for &a in &wide {
+            for &b in &[
+                1i128,
+                -1,
+                2,
+                3,
+                -3,
+                1024,
+                1 << 40,
+                i128::from(i64::MAX),
+                1 << 70,
+            ] {
+                assert_eq!(div_i128(a, b), a / b, "{a} / {b}");
+            }
+        }
+        for &a in &[0i64, 5, -5, i64::MAX, i64::MIN, 1 << 40, -(1 << 40)] {
+            for &b in &[1u64, 3, 1024, 1 << 30, u64::MAX] {
+                for &c in &[1u64, 2, 1023, 1 << 20, u64::MAX] {
+                    let want = (i128::from(a) * i128::from(b) / i128::from(c)) as i64;
+                    assert_eq!(mul_div_i128(a, b, c), want, "{a} * {b} / {c}");
+                }
+            }
+        }
     }
 }

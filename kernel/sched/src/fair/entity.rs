@@ -175,14 +175,14 @@ pub fn enqueue_entity(
     let decay_se = !(flags.initial && cfg.features.has(Feat::NewTaskNoDecay));
     update_load_avg_se(cfs, tasks, id, now, PeltAction::Attach, decay_se);
     cfg.pick.place_entity(cfs, tasks, cfg, id, flags);
-    {
-        let se = &tasks[id].se;
-        pelt::runnable_load_enqueue(&mut cfs.avg, &se.avg, se.load.weight, true);
-    }
-    cfs.account_enqueue(tasks, id);
-    tasks[id].se.on_rq = true;
+    // One lookup for the remaining steps (the task directory is an atomic,
+    // so repeated lookups are not merged by the compiler).
+    let t = &mut tasks[id];
+    pelt::runnable_load_enqueue(&mut cfs.avg, &t.se.avg, t.se.load.weight, true);
+    cfs.account_enqueue_task(t);
+    t.se.on_rq = true;
     if cfs.curr != Some(id) {
-        cfs.tree_insert(cfg.pick, tasks, id);
+        cfs.tree_insert_se(cfg.pick, &t.se, id);
     }
 }
 
@@ -212,14 +212,15 @@ pub fn dequeue_entity(
     }
     cfg.pick.update_entity_lag(cfs, tasks, cfg, id);
     clear_buddies(cfs, id);
+    let t = &mut tasks[id];
     if cfs.curr != Some(id) {
-        cfs.tree_remove(cfg.pick, tasks, id);
+        cfs.tree_remove_se(cfg.pick, &t.se, id);
     }
-    tasks[id].se.on_rq = false;
-    cfs.account_dequeue(tasks, id);
+    t.se.on_rq = false;
+    cfs.account_dequeue_task(t);
     // After update_curr (which may have moved min_vruntime if `id` held it
     // back), before update_min_vruntime discounts `id`.
-    cfg.pick.dequeue_detach(cfs, &mut tasks[id].se, flags);
+    cfg.pick.dequeue_detach(cfs, &mut t.se, flags);
     cfs.update_min_vruntime(cfg.pick, tasks);
 }
 
@@ -239,8 +240,9 @@ pub fn set_next_entity(
     id: TaskId,
     now: u64,
 ) {
-    if tasks[id].se.on_rq {
-        cfs.tree_remove(cfg.pick, tasks, id);
+    let se = &tasks[id].se;
+    if se.on_rq {
+        cfs.tree_remove_se(cfg.pick, se, id);
         update_load_avg(cfs, tasks, id, now, PeltAction::None);
     }
     let se = &mut tasks[id].se;

@@ -305,8 +305,11 @@ impl<P: SchedPolicy> Scheduler<P> {
                 };
             }
         };
-        let prev = core.tasks[p].cpu;
-        if core.tasks[p].state != TaskState::Sleeping {
+        let (prev, state) = {
+            let t = &core.tasks[p];
+            (t.cpu, t.state)
+        };
+        if state != TaskState::Sleeping {
             // Like try_to_wake_up() on a task that is not blocked: no-op.
             return WakeupResult {
                 task: p,
@@ -335,10 +338,11 @@ impl<P: SchedPolicy> Scheduler<P> {
                 .select_cpu(&mut core, p, prev, waker_cpu, flags, now),
         };
         core.stats.wake.nr_wakeups += 1;
-        core.tasks[p].stats.nr_wakeups += 1;
+        let ts = &mut core.tasks[p].stats;
+        ts.nr_wakeups += 1;
         if sync {
+            ts.nr_wakeups_sync += 1;
             core.stats.wake.nr_wakeups_sync += 1;
-            core.tasks[p].stats.nr_wakeups_sync += 1;
         }
         core.rqs[waker_cpu].ttwu_count += 1;
         let migrated = cpu != prev;

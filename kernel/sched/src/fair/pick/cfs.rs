@@ -144,31 +144,40 @@ pub fn check_preempt_wakeup(
         return false;
     }
     let scale = u64::from(cfs.nr_running) >= cfg.tunables.nr_latency;
+    // Each task is looked up once per step: the hook runs on every wakeup.
+    let p_policy = tasks[p].policy;
     let mut next_buddy_marked = false;
     if cfg.features.has(Feat::NextBuddy) && scale && !is_fork {
-        set_buddy(&mut cfs.next, tasks, p);
+        if p_policy != TaskPolicy::Idle {
+            cfs.next = Some(p);
+        }
         next_buddy_marked = true;
     }
     if need_resched {
         return false;
     }
     let idle_curr = tasks[curr].policy == TaskPolicy::Idle;
-    if !(idle_curr && tasks[p].policy != TaskPolicy::Idle) {
-        if tasks[p].policy != TaskPolicy::Normal || !cfg.features.has(Feat::WakeupPreemption) {
+    if !(idle_curr && p_policy != TaskPolicy::Idle) {
+        if p_policy != TaskPolicy::Normal || !cfg.features.has(Feat::WakeupPreemption) {
             return false;
         }
         update_curr(cfs, tasks, cfg, now);
-        let (cv, pv) = (tasks[curr].se.vruntime, tasks[p].se.vruntime);
-        if wakeup_preempt_entity(cfg, cv, pv, &tasks[p].se.load) != 1 {
+        let cv = tasks[curr].se.vruntime;
+        let pse = &tasks[p].se;
+        if wakeup_preempt_entity(cfg, cv, pse.vruntime, &pse.load) != 1 {
             return false;
         }
         if !next_buddy_marked {
-            set_buddy(&mut cfs.next, tasks, p);
+            // p's policy is Normal here: set_buddy would take it.
+            cfs.next = Some(p);
         }
     }
     // preempt:
-    if tasks[curr].se.on_rq && cfg.features.has(Feat::LastBuddy) && scale {
-        set_buddy(&mut cfs.last, tasks, curr);
+    if scale && cfg.features.has(Feat::LastBuddy) {
+        let c = &tasks[curr];
+        if c.se.on_rq && !idle_curr {
+            cfs.last = Some(curr);
+        }
     }
     true
 }

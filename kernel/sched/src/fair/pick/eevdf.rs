@@ -46,10 +46,13 @@ pub fn place_entity(
     flags: EnqueueFlags,
 ) {
     let v = cfs.avg_vruntime(tasks);
-    let curr_w = cfs
-        .curr
-        .filter(|&c| c != id && tasks[c].se.on_rq)
-        .map_or(0, |c| tasks[c].se.load.weight);
+    let curr_w = match cfs.curr {
+        Some(c) if c != id => {
+            let cse = &tasks[c].se;
+            if cse.on_rq { cse.load.weight } else { 0 }
+        }
+        _ => 0,
+    };
     let se = &mut tasks[id].se;
     se.slice = cfg.tunables.base_slice_ns;
     let mut vslice = calc_delta_fair(se.slice, &se.load);
@@ -57,7 +60,7 @@ pub fn place_entity(
     if cfg.features.has(Feat::PlaceLag) && cfs.nr_running > 0 && se.vlag != 0 {
         let load = (cfs.avg_load + curr_w).max(1);
         let w = se.load.weight;
-        lag = (i128::from(se.vlag) * i128::from(load + w) / i128::from(load)) as i64;
+        lag = crate::fair::cfs_rq::mul_div_i128(se.vlag, load + w, load);
     }
     se.vruntime = v.wrapping_sub(lag as u64);
     if se.rel_deadline {
@@ -163,8 +166,12 @@ pub fn check_preempt_wakeup(
     if curr == p {
         return false;
     }
-    if cfg.features.has(Feat::NextBuddy) && !is_fork {
-        super::cfs::set_buddy(&mut cfs.next, tasks, p);
+    // Each task's policy is looked up once: the hook runs on every wakeup.
+    let p_policy = tasks[p].policy;
+    let p_idle = p_policy == TaskPolicy::Idle;
+    if cfg.features.has(Feat::NextBuddy) && !is_fork && !p_idle {
+        // set_next_buddy(): never an idle-policy task.
+        cfs.next = Some(p);
     }
     if need_resched {
         return false;
@@ -172,15 +179,12 @@ pub fn check_preempt_wakeup(
     if !cfg.features.has(Feat::WakeupPreemption) {
         return false;
     }
-    let (c_idle, p_idle) = (
-        tasks[curr].policy == TaskPolicy::Idle,
-        tasks[p].policy == TaskPolicy::Idle,
-    );
+    let c_idle = tasks[curr].policy == TaskPolicy::Idle;
     if c_idle && !p_idle {
         tasks[curr].se.vprot = None;
         return true;
     }
-    if c_idle != p_idle || tasks[p].policy != TaskPolicy::Normal {
+    if c_idle != p_idle || p_policy != TaskPolicy::Normal {
         return false;
     }
     update_curr(cfs, tasks, cfg, now);
