@@ -21,6 +21,9 @@ pub const NON_HEAP_MIB: u64 = 16;
 /// (`Shared::room_bytes_per_task`) and a sleeper-heap entry.
 const ROOM_BYTES_PER_THREAD: u64 = (sched::core::Shared::room_bytes_per_task() + 16) as u64;
 
+/// Bytes per thread, once: its scheduler task (`Shared::task_bytes`).
+const TASK_BYTES: u64 = sched::core::Shared::task_bytes() as u64;
+
 /// Runs every check; `Ok` means nothing known before the boot stops the run.
 pub fn check(args: &RunArgs) -> Result<()> {
     let cfg = args.boot_config()?;
@@ -102,6 +105,7 @@ pub struct Estimate {
     pub cpus: u64,
     /// The room every CPU keeps for every thread (the core's runqueue
     /// containers, `Shared::make_room_for_all_tasks`, and the sleeper heap),
+    /// and each thread's scheduler task,
     /// made at spawn in steps of 64 threads.
     pub room: u64,
 }
@@ -137,8 +141,11 @@ pub fn estimate(args: &RunArgs, fp: workloads::Footprint, nr_cpus: u32) -> Estim
         room: fp
             .threads
             .next_multiple_of(sched::core::ROOM_STEP as u64)
-            .saturating_mul(ROOM_BYTES_PER_THREAD)
-            .saturating_mul(cpus),
+            .saturating_mul(
+                ROOM_BYTES_PER_THREAD
+                    .saturating_mul(cpus)
+                    .saturating_add(TASK_BYTES),
+            ),
     }
 }
 
@@ -314,10 +321,10 @@ mod tests {
         );
         assert!(e.contains("--memory 512 MiB leaves about 480 MiB"), "{e}");
         // 250 MiB of stacks, 407 MiB of socket buffers, 2 MiB of AP stacks,
-        // 23 MiB of runqueue room (4,032 threads x ~0.75 KB x 8 CPUs), plus
-        // what the heap cannot use.
-        assert!(e.contains("runqueue room 23 MiB"), "{e}");
-        assert!(e.contains("use --memory 714"), "{e}");
+        // 5 MiB of runqueue room (4,032 threads x (100 bytes x 8 CPUs + the
+        // 328-byte task), rounded up), plus what the heap cannot use.
+        assert!(e.contains("runqueue room 5 MiB"), "{e}");
+        assert!(e.contains("use --memory 695"), "{e}");
         // Enough memory: accepted.
         let mut ok = vec![
             "--experiment",

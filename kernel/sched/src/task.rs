@@ -10,6 +10,7 @@
 use crate::CpuId;
 use crate::pelt::SchedAvg;
 use crate::weight::{LoadWeight, WEIGHT_IDLEPRIO};
+use alloc::boxed::Box;
 use alloc::vec::Vec;
 
 /// A task's machine-wide id (dense, reused after the task exits).
@@ -178,10 +179,17 @@ pub trait Tasks: core::ops::Index<TaskId, Output = Task> + core::ops::IndexMut<T
 /// as `task_cpu`), densely stored by slot. The scheduler finds a task's slot
 /// through its machine-wide directory ([`crate::core::Shared`]), so lookups
 /// are O(1) and moving tasks allocates nothing once the vector has grown.
-/// Protected by that runqueue's lock.
+/// Each task is boxed: it is allocated once, at fork, and a wakeup or
+/// migration that moves it between arenas, transit and wake lists moves a
+/// pointer, not the ~300-byte task (`Task` by value cost a wakeup across
+/// CPUs five copies of it: ~400 host instructions per message in
+/// `examples/wake_cycle cross`). Protected by that runqueue's lock.
 #[derive(Clone, Debug, Default)]
 pub struct TaskArena {
-    tasks: Vec<Task>,
+    // Boxed on purpose (clippy's vec_box): the vector's elements move
+    // between arenas, not just the vector.
+    #[allow(clippy::vec_box)]
+    tasks: Vec<Box<Task>>,
 }
 
 impl TaskArena {
@@ -193,31 +201,33 @@ impl TaskArena {
     }
 
     /// Add a task; returns its slot.
-    pub fn push(&mut self, t: Task) -> usize {
+    pub fn push(&mut self, t: Box<Task>) -> usize {
         self.tasks.push(t);
         self.tasks.len() - 1
     }
 
     /// Remove the task in `slot`; the last task moves into `slot`, and its
     /// id is returned so the caller can update its directory entry.
-    pub fn swap_remove(&mut self, slot: usize) -> (Task, Option<TaskId>) {
+    pub fn swap_remove(&mut self, slot: usize) -> (Box<Task>, Option<TaskId>) {
         let t = self.tasks.swap_remove(slot);
         (t, self.tasks.get(slot).map(|m| m.id))
     }
 
     /// The task in `slot`.
+    #[inline]
     pub fn at(&self, slot: usize) -> Option<&Task> {
-        self.tasks.get(slot)
+        self.tasks.get(slot).map(|t| &**t)
     }
 
     /// The task in `slot`, mutable.
+    #[inline]
     pub fn at_mut(&mut self, slot: usize) -> Option<&mut Task> {
-        self.tasks.get_mut(slot)
+        self.tasks.get_mut(slot).map(|t| &mut **t)
     }
 
     /// The tasks, in slot order.
     pub fn iter(&self) -> impl Iterator<Item = &Task> {
-        self.tasks.iter()
+        self.tasks.iter().map(|t| &**t)
     }
 
     /// Number of tasks.
@@ -330,7 +340,12 @@ mod tests {
         let mut a = TaskArena::default();
         for i in 0..3 {
             assert_eq!(
-                a.push(Task::new(TaskId(10 + i), 0, TaskPolicy::Normal, 0)),
+                a.push(Box::new(Task::new(
+                    TaskId(10 + i),
+                    0,
+                    TaskPolicy::Normal,
+                    0
+                ))),
                 i as usize
             );
         }

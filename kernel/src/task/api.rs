@@ -62,8 +62,8 @@ const THREAD_EXTRA_BYTES: usize = 512;
 /// Whether `threads` more threads fit before any is made (a workload's
 /// `Env::check_threads`): under the core's live-task table
 /// (`SchedConfig::max_tasks`), and in the heap's free bytes less a tenth
-/// for everything else: per thread its default stack, its `Thread`, and the
-/// room every CPU keeps for every task (`Shared::make_room_for_all_tasks`,
+/// for everything else: per thread its default stack, its `Thread`, its
+/// scheduler task, and the room every CPU keeps for every task (`Shared::make_room_for_all_tasks`,
 /// the sleeper heaps). Err says which limit, and by how much.
 pub fn check_room_for_threads(threads: usize) -> Result<(), String> {
     let (live, max, cpus) = irq::without(|_| {
@@ -78,7 +78,11 @@ pub fn check_room_for_threads(threads: usize) -> Result<(), String> {
     }
     let per_cpu =
         sched::core::Shared::room_bytes_per_task() + core::mem::size_of::<(u64, Arc<Thread>)>();
-    let per = STACK_BYTES + core::mem::size_of::<Thread>() + THREAD_EXTRA_BYTES + cpus * per_cpu;
+    let per = STACK_BYTES
+        + core::mem::size_of::<Thread>()
+        + THREAD_EXTRA_BYTES
+        + sched::core::Shared::task_bytes()
+        + cpus * per_cpu;
     let need = threads as u64 * per as u64;
     let (_, free) = crate::mm::heap::usage();
     let usable = (free - free / 10) as u64;

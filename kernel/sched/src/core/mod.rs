@@ -37,6 +37,7 @@ use crate::small::Small;
 use crate::stats::{MigrationReason, SchedStats};
 use crate::task::{Task, TaskArena, TaskId};
 use crate::topo::SchedTopo;
+use alloc::boxed::Box;
 use alloc::collections::VecDeque;
 use alloc::vec::Vec;
 use core::sync::atomic::Ordering::{Acquire, Relaxed};
@@ -96,7 +97,7 @@ const WAKE_LISTED: u32 = 1 << 31;
 /// `sched_ttwu_pending`.
 #[derive(Debug)]
 pub(crate) struct WakeEntry {
-    pub(crate) task: Task,
+    pub(crate) task: Box<Task>,
     /// Its CPU changed at this wakeup (`p->sched_remote_wakeup` =
     /// WF_MIGRATED): enqueued with ENQUEUE_MIGRATED.
     pub(crate) migrated: bool,
@@ -132,7 +133,7 @@ pub struct Shared {
     stats: Vec<Padded<Lock<SchedStats>>>,
     /// Per acting CPU (like `stats`): the task an operation has in transit.
     /// Kept out of [`SchedCore`] so a context stays small to pass around.
-    transit: Vec<Padded<Lock<Option<Task>>>>,
+    transit: Vec<Padded<Lock<Option<Box<Task>>>>>,
     removed: Vec<Padded<Lock<Removed>>>,
     /// Per target CPU: tasks woken for it by other CPUs, in wakeup order
     /// (Linux's per-CPU `wake_list`; a leaf lock here, taken by wakers
@@ -281,7 +282,7 @@ impl Shared {
     fn context_held<'a>(
         &'a self,
         stats: Guard<'a, SchedStats>,
-        transit: Guard<'a, Option<Task>>,
+        transit: Guard<'a, Option<Box<Task>>>,
         cpu: CpuId,
         rq: Guard<'a, Rq>,
         arena: Guard<'a, TaskArena>,
@@ -298,7 +299,7 @@ impl Shared {
     fn context_with<'a>(
         &'a self,
         stats: Guard<'a, SchedStats>,
-        transit: Guard<'a, Option<Task>>,
+        transit: Guard<'a, Option<Box<Task>>>,
     ) -> SchedCore<'a> {
         self.context_of(stats, transit, Small::default(), Small::default())
     }
@@ -308,7 +309,7 @@ impl Shared {
     fn context_of<'a>(
         &'a self,
         stats: Guard<'a, SchedStats>,
-        transit: Guard<'a, Option<Task>>,
+        transit: Guard<'a, Option<Box<Task>>>,
         rqs: Small<(CpuId, Guard<'a, Rq>)>,
         arenas: Small<(CpuId, Guard<'a, TaskArena>)>,
     ) -> SchedCore<'a> {
@@ -450,11 +451,11 @@ impl Shared {
     /// and balancing scratch) and the free-id list room for every live
     /// task, so that no later wakeup, block, switch, balance or exit
     /// allocates, wherever the tasks go (Linux's runqueues are intrusive
-    /// and never allocate; ours hold tasks by value). For the fork path,
+    /// and never allocate; ours hold tasks by pointer). For the fork path,
     /// which may allocate: the kernel calls it at every spawn, after
     /// reserving the id; it rounds up to a multiple of [`ROOM_STEP`], so it
     /// allocates only when the live count passes one. Memory: per CPU, room
-    /// for the live tasks in each container (~0.7 KB per task per CPU), so a
+    /// for the live tasks in each container (~0.1 KB per task per CPU), so a
     /// caller with many CPUs and tasks and no use for the guarantee (the
     /// simulator) does not call it. Takes each CPU's locks in turn: call it
     /// with no scheduler lock held.
@@ -491,13 +492,19 @@ impl Shared {
     }
 
     /// Bytes [`Self::make_room_for_all_tasks`] sets aside per task on each
-    /// CPU: the task by value in the arena and in a wake-list entry, a
+    /// CPU: the task's pointer in the arena and a wake-list entry, a
     /// timeline node with its free-list slot, a balancing scratch entry.
+    /// (The task itself, [`Self::task_bytes`], is allocated once, at fork.)
     pub const fn room_bytes_per_task() -> usize {
-        core::mem::size_of::<Task>()
+        core::mem::size_of::<Box<Task>>()
             + core::mem::size_of::<WakeEntry>()
             + crate::fair::timeline::Timeline::NODE_BYTES
             + core::mem::size_of::<(u64, TaskId)>()
+    }
+
+    /// Bytes one task takes once, wherever it is (its boxed [`Task`]).
+    pub const fn task_bytes() -> usize {
+        core::mem::size_of::<Task>()
     }
 
     /// Allocate a task id, or None when `cfg.max_tasks` tasks are alive.

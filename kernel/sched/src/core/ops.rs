@@ -57,6 +57,7 @@ impl SchedCore<'_> {
     }
 
     /// Advance a CPU's clock (`update_rq_clock`); never goes backwards.
+    #[inline]
     pub fn update_rq_clock(&mut self, cpu: CpuId, now: u64) -> u64 {
         let rq = &mut self.rqs[cpu];
         rq.clock = rq.clock.max(now);

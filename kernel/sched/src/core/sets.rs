@@ -7,6 +7,7 @@ use crate::CpuId;
 use crate::rq::Rq;
 use crate::small::Small;
 use crate::task::{Task, TaskArena, TaskId, Tasks};
+use alloc::boxed::Box;
 use core::sync::atomic::AtomicU64;
 use core::sync::atomic::Ordering::{Relaxed, Release};
 /// The runqueues an operation holds, sorted by CPU.
@@ -65,7 +66,7 @@ pub struct TaskSet<'a> {
     pub(super) held: Small<(CpuId, Guard<'a, TaskArena>)>,
     /// At most one task is in transit per operation (the acting CPU's
     /// slot in [`Shared`]).
-    pub(super) transit: Guard<'a, Option<Task>>,
+    pub(super) transit: Guard<'a, Option<Box<Task>>>,
     /// The task directory (`Shared::task_loc`), one pointer closer.
     pub(super) loc: &'a [AtomicU64],
 }
@@ -96,7 +97,7 @@ impl TaskSet<'_> {
 
     /// Add `t` to the held runqueue `cpu`'s arena and point the directory
     /// at it.
-    fn home(&mut self, mut t: Task, cpu: CpuId, what: &str) {
+    fn home(&mut self, mut t: Box<Task>, cpu: CpuId, what: &str) {
         let h = self.held_index(cpu, what);
         let id = t.id;
         t.cpu = cpu;
@@ -106,7 +107,7 @@ impl TaskSet<'_> {
 
     /// Remove a task from its held arena (the directory entry of the task
     /// that fills its slot is fixed up; its own is left to the caller).
-    fn unhome(&mut self, id: TaskId) -> Task {
+    fn unhome(&mut self, id: TaskId) -> Box<Task> {
         let (h, slot) = self.locate(id).expect("task not reachable");
         let (t, moved) = self.arena(h).swap_remove(slot);
         assert_eq!(t.id, id, "task directory out of date");
@@ -138,7 +139,7 @@ impl TaskSet<'_> {
         if let Ok(h) = self.held.search_by_key(&cpu, |(c, _)| *c) {
             return self.arena(h).at_mut(slot).filter(|t| t.id == id);
         }
-        (*self.transit).as_mut().filter(|t| t.id == id)
+        self.transit.as_deref_mut().filter(|t| t.id == id)
     }
 
     /// `Tasks::get` past the first held runqueue.
@@ -147,7 +148,7 @@ impl TaskSet<'_> {
         if let Ok(h) = self.held.search_by_key(&cpu, |(c, _)| *c) {
             return self.held.get(h)?.1.at(slot).filter(|t| t.id == id);
         }
-        (*self.transit).as_ref().filter(|t| t.id == id)
+        self.transit.as_deref().filter(|t| t.id == id)
     }
 
     /// The directory's (CPU, slot) of `id` (the CPU is meaningless for a
@@ -161,7 +162,8 @@ impl TaskSet<'_> {
     /// Tasks homed on the held runqueues and in transit.
     pub fn iter(&self) -> impl Iterator<Item = &Task> {
         self.transit
-            .iter()
+            .as_deref()
+            .into_iter()
             .chain(self.held.iter().flat_map(|(_, a)| a.iter()))
     }
 
@@ -175,7 +177,7 @@ impl TaskSet<'_> {
     }
 
     /// Start owning a task in transit.
-    pub fn push_transit(&mut self, t: Task) {
+    pub fn push_transit(&mut self, t: Box<Task>) {
         assert!(self.transit.is_none(), "two tasks in transit");
         *self.transit = Some(t);
     }

@@ -13,6 +13,7 @@ use crate::placement::WakeFlags;
 use crate::policy::SchedPolicy;
 use crate::stats::MigrationReason;
 use crate::task::{Task, TaskId, TaskPolicy, TaskState};
+use alloc::boxed::Box;
 
 /// Where [`Scheduler::start_task`] puts a new task.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -133,12 +134,13 @@ impl<P: SchedPolicy> Scheduler<P> {
         tpolicy: TaskPolicy,
         now: u64,
     ) -> WakeupResult {
-        let mut core = self.shared.lock(this_cpu);
-        let now = core.update_rq_clock(this_cpu, now);
-        let mut task = Task::new(p, nice, tpolicy, this_cpu);
+        // The task's one allocation, made before any lock is taken.
+        let mut task = Box::new(Task::new(p, nice, tpolicy, this_cpu));
         if bind {
             task.bound_cpu = start;
         }
+        let mut core = self.shared.lock(this_cpu);
+        let now = core.update_rq_clock(this_cpu, now);
         core.tasks.push_transit(task);
         core.stats.rq.nr_forks += 1;
         // init_entity_runnable_average: seen as fully loaded until proven otherwise.
