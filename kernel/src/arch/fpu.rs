@@ -140,7 +140,8 @@ pub fn stats(cpu: usize) -> FpuStats {
 }
 
 fn counters() -> &'static Counters {
-    &COUNTERS[percpu::cpu_index() as usize]
+    // Thread switches and first-use traps: the block is installed.
+    &COUNTERS[percpu::installed_cpu_index() as usize]
 }
 
 /// Enables x87/SSE on the executing CPU: CR0.EM = 0, MP = 1, NE = 1 (x87
@@ -203,11 +204,19 @@ fn clts() {
 /// running context (`prev`: its FPU state, None for the idle context): an FPU
 /// thread's registers are saved into its area, and TS is set for whatever
 /// runs next.
-pub fn switch_out(_irq: &IrqsOff, prev: Option<&FpuState>) {
+#[inline]
+pub fn switch_out(irq: &IrqsOff, prev: Option<&FpuState>) {
     let Some(p) = prev.filter(|p| p.uses_fpu()) else {
         debug_assert!(ts_is_set(), "CR0.TS clear in a context without FPU state");
         return;
     };
+    save(irq, p);
+}
+
+/// [`switch_out`] of a thread that uses the FPU (out of line: most
+/// switches are between threads that do not).
+#[inline(never)]
+fn save(_irq: &IrqsOff, p: &FpuState) {
     // SAFETY: we run `p`'s thread on this CPU and still hold its `on_cpu`;
     // TS is clear (it uses the FPU and runs), so `fxsave64` does not trap; the
     // area is 512 bytes, 16-byte aligned.
@@ -223,13 +232,19 @@ pub fn switch_out(_irq: &IrqsOff, prev: Option<&FpuState>) {
 /// `switch_context` (`now`: the FPU state of the thread this CPU runs now,
 /// None for the idle context): if it uses the FPU, TS is cleared and its
 /// registers restored.
-pub fn switch_in(_irq: &IrqsOff, now: Option<&FpuState>) {
+#[inline]
+pub fn switch_in(irq: &IrqsOff, now: Option<&FpuState>) {
     let Some(n) = now else {
         return; // the idle context
     };
-    if !n.uses_fpu() {
-        return;
+    if n.uses_fpu() {
+        restore(irq, n);
     }
+}
+
+/// [`switch_in`] of a thread that uses the FPU.
+#[inline(never)]
+fn restore(_irq: &IrqsOff, n: &FpuState) {
     clts();
     // SAFETY: this CPU acquired the thread's `on_cpu` in `switch_context`,
     // so the area holds the state its previous CPU saved (or the clean

@@ -124,6 +124,36 @@ pub fn online() -> impl Iterator<Item = &'static PerCpu> {
     all().filter(|p| p.is_online())
 }
 
+/// Logical number of the executing CPU, whose block must be installed (the
+/// scheduler's paths: a thread runs only on a CPU that installed its block
+/// first thing, `smp::ap_rust_entry`, `kernel_main`). One GS-relative load,
+/// where [`cpu_index`], which also works before installation (fault and log
+/// paths), reads the GS base MSR: about 11 instructions under icount, and an
+/// `rdmsr` costs tens to over a hundred cycles on hardware. The scheduler's
+/// paths read the CPU number about six times per pipe message.
+#[inline(always)]
+pub fn installed_cpu_index() -> u32 {
+    debug_assert!(
+        try_current().is_some(),
+        "installed_cpu_index before the per-CPU block"
+    );
+    let cpu: u32;
+    // SAFETY: GS base points at this CPU's installed `PerCpu` block (the
+    // caller's contract, checked in debug builds), a `repr(C)` struct whose
+    // `cpu` field is at the given offset and never written after install.
+    // No `pure`: a thread may migrate between two calls, so they must not
+    // be merged.
+    unsafe {
+        core::arch::asm!(
+            "mov {cpu:e}, dword ptr gs:[{off}]",
+            cpu = out(reg) cpu,
+            off = const core::mem::offset_of!(PerCpu, cpu),
+            options(nostack, readonly, preserves_flags),
+        );
+    }
+    cpu
+}
+
 /// Logical number of the executing CPU; falls back to the APIC id before
 /// per-CPU data exists.
 pub fn cpu_index() -> u32 {

@@ -157,8 +157,9 @@ pub fn init(topo: SchedTopo, cfg: SchedConfig, policy: DynPolicy, nr_cpus: usize
 /// This CPU's number. Only meaningful with interrupts off (a thread with
 /// interrupts on can be preempted and migrated between reading its CPU
 /// number and using it), hence the token.
+#[inline]
 pub(super) fn this_cpu(_irq: &IrqsOff) -> usize {
-    percpu::cpu_index() as usize
+    percpu::installed_cpu_index() as usize
 }
 
 /// Runs `f(irq, cpu)` with interrupts off, `cpu` read after disabling them.
