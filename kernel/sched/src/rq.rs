@@ -135,6 +135,7 @@ impl Rq {
     }
 
     /// `nr_running` (fair tasks only: the whole runqueue here).
+    #[inline]
     pub fn nr_running(&self) -> u32 {
         self.cfs.nr_running
     }
@@ -322,6 +323,7 @@ impl RqSnap {
     }
 
     /// The running task as last published (None = idle).
+    #[inline]
     pub fn curr(&self) -> Option<TaskId> {
         match self.curr.load(Relaxed) {
             0 => None,
@@ -330,12 +332,14 @@ impl RqSnap {
     }
 
     /// need_resched as last published.
+    #[inline]
     pub fn need_resched(&self) -> bool {
         self.need_resched.load(Relaxed)
     }
 
     /// `rq->ttwu_pending` (acquire: a CPU that sees it set finds the
     /// entries on its wake list).
+    #[inline]
     pub fn ttwu_pending(&self) -> bool {
         self.ttwu_pending
             .load(core::sync::atomic::Ordering::Acquire)

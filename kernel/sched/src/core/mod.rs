@@ -443,6 +443,7 @@ impl Shared {
     }
 
     /// The published snapshot of `cpu`, to read single fields.
+    #[inline]
     pub fn snap(&self, cpu: CpuId) -> &RqSnap {
         &self.snap[cpu]
     }

@@ -426,11 +426,18 @@ impl<P: SchedPolicy> Scheduler<P> {
     /// reschedule IPI or idle loop): activate every task other CPUs put on
     /// its wake list, oldest first, under `cpu`'s runqueue lock only.
     /// Returns the CPUs to reschedule (`cpu` itself when a wakee preempts
-    /// what runs there). Nothing to do costs one atomic load.
+    /// what runs there). Nothing to do costs one atomic load (inline, so
+    /// the kernel's idle loop and IPI handler make no call for it).
+    #[inline]
     pub fn sched_ttwu_pending(&self, cpu: CpuId, now: u64) -> CpuList {
         if !self.shared.ttwu_pending(cpu) {
             return CpuList::new();
         }
+        self.activate_wake_list(cpu, now)
+    }
+
+    #[inline(never)]
+    fn activate_wake_list(&self, cpu: CpuId, now: u64) -> CpuList {
         let mut core = self.shared.lock(cpu);
         self.ttwu_pending_locked(&mut core, cpu, now);
         core.take_resched()

@@ -102,6 +102,7 @@ impl<P: SchedPolicy> Scheduler<P> {
 
     /// The task running on `cpu` (None = idle), as last published: exact
     /// when read by `cpu` itself outside an operation.
+    #[inline]
     pub fn current(&self, cpu: CpuId) -> Option<TaskId> {
         self.shared.snap(cpu).curr()
     }
@@ -109,6 +110,7 @@ impl<P: SchedPolicy> Scheduler<P> {
     /// Does `cpu` need to call `schedule()`? Lock-free, like testing
     /// TIF_NEED_RESCHED: whoever sets it publishes it before sending the
     /// reschedule IPI.
+    #[inline]
     pub fn need_resched(&self, cpu: CpuId) -> bool {
         self.shared.snap(cpu).need_resched()
     }
