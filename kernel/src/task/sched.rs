@@ -353,7 +353,7 @@ pub(super) fn send_ipis(_irq: &IrqsOff, cpus: &[usize], me: usize) {
 /// context runs again (maybe on another CPU: callers re-read the CPU
 /// number).
 pub(super) fn schedule(irq: &IrqsOff, cpu: usize) {
-    switch_to(irq, cpu, core().schedule(cpu, time::now_ns()));
+    switch_to(irq, cpu, &mut core().schedule(cpu, time::now_ns()));
 }
 
 /// Reschedules `cpu` if the core asked it to.
@@ -368,7 +368,7 @@ pub(super) fn resched_if_needed(irq: &IrqsOff, cpu: usize) {
 /// the switch's safety rests on which thread runs and when a stack may be
 /// freed, which only this module knows.
 #[allow(unsafe_code)]
-pub(super) fn switch_to(irq: &IrqsOff, cpu: usize, mut sw: sched::Switch) {
+pub(super) fn switch_to(irq: &IrqsOff, cpu: usize, sw: &mut sched::Switch) {
     debug_assert!(!irq::are_enabled(), "schedule with interrupts on");
     debug_assert_eq!(cpu, this_cpu(irq), "schedule for the wrong CPU");
     let next = sw
