@@ -298,11 +298,16 @@ pub struct RqSnap {
 
 impl RqSnap {
     /// Publish the values of `rq` (its lock holder, before unlocking).
+    /// Returns how the published "more than one task" state changed (+1,
+    /// -1 or 0), for the machine-wide count of such CPUs
+    /// (`Shared::overloaded_cpus`).
     #[inline]
-    pub fn publish(&self, rq: &Rq) {
+    #[must_use]
+    pub fn publish(&self, rq: &Rq) -> isize {
         let a = &rq.cfs.avg;
         self.curr.store(rq.curr.map_or(0, |t| t.0 + 1), Relaxed);
         self.need_resched.store(rq.need_resched, Relaxed);
+        let was = self.nr_running.load(Relaxed) > 1;
         self.nr_running.store(rq.cfs.nr_running, Relaxed);
         self.nr_idle.store(rq.cfs.nr_idle, Relaxed);
         self.curr_idle.store(rq.curr.is_none(), Relaxed);
@@ -315,6 +320,7 @@ impl RqSnap {
         self.idle_stamp.store(rq.idle_stamp, Relaxed);
         self.capacity.store(rq.cpu_capacity, Relaxed);
         self.capacity_orig.store(rq.cpu_capacity_orig, Relaxed);
+        (rq.cfs.nr_running > 1) as isize - was as isize
     }
 
     /// Queued fair tasks (running one included) as last published.

@@ -97,7 +97,7 @@ pub fn newidle_balance(core: &mut SchedCore, cpu: CpuId, now: u64) -> Migrations
     }
     core.stats.lb.newidle_count += 1;
     // The root domain's `overloaded` flag: some CPU has more than one task.
-    let overloaded = (0..core.nr_cpus()).any(|c| core.nr_running(c) > 1);
+    let overloaded = core.any_overloaded();
     let avg_idle = core.rqs[cpu].avg_idle;
     let nr_levels = core.topo.sd(cpu).len();
     if !overloaded || nr_levels == 0 || avg_idle < core.rqs[cpu].sd[0].max_newidle_lb_cost {

@@ -68,7 +68,7 @@ impl<'a> SchedCore<'a> {
     pub fn unlock(&mut self, cpu: CpuId) {
         if let Ok(i) = self.rqs.pos(cpu) {
             let (_, rq) = self.rqs.held.remove(i);
-            self.shared.snap[cpu].publish(&rq);
+            self.shared.publish(cpu, &rq);
             self.tasks.held.remove(i);
         }
     }
@@ -76,13 +76,13 @@ impl<'a> SchedCore<'a> {
     /// Publish `cpu`'s snapshot now (held), without releasing it.
     #[inline]
     pub fn publish(&self, cpu: CpuId) {
-        self.shared.snap[cpu].publish(&self.rqs[cpu]);
+        self.shared.publish(cpu, &self.rqs[cpu]);
     }
 
     #[inline]
     pub(super) fn unlock_all(&mut self) {
         while let Some((cpu, rq)) = self.rqs.held.pop() {
-            self.shared.snap[cpu].publish(&rq);
+            self.shared.publish(cpu, &rq);
             self.tasks.held.pop();
         }
     }

@@ -143,6 +143,10 @@ pub struct Shared {
     /// Something waits in `removed[cpu]` (skips its lock otherwise).
     removed_pending: Vec<Padded<AtomicBool>>,
     snap: Vec<Padded<RqSnap>>,
+    /// CPUs whose published snapshot holds more than one task: the root
+    /// domain's `overloaded` test of newly-idle balancing without a scan
+    /// of every CPU (`SchedCore::any_overloaded`). Changed by `publish`.
+    overloaded_cpus: Padded<AtomicUsize>,
     /// Per-LLC shared state, indexed by `sd_llc_id`.
     pub llc: Vec<LlcShared>,
     /// Where every task id lives: `task_cpu(p)` in the high half (`NO_CPU`
@@ -172,7 +176,8 @@ impl Shared {
             .collect();
         let snap: Vec<Padded<RqSnap>> = (0..n).map(|_| Padded(RqSnap::default())).collect();
         for (c, rq) in rqs.iter().enumerate() {
-            snap[c].publish(&rq.lock());
+            // Fresh runqueues: nothing overloaded to count.
+            let _ = snap[c].publish(&rq.lock());
         }
         Shared {
             rqs,
@@ -192,6 +197,7 @@ impl Shared {
                 .collect(),
             removed_pending: (0..n).map(|_| Padded(AtomicBool::new(false))).collect(),
             snap,
+            overloaded_cpus: Padded(AtomicUsize::new(0)),
             llc: (0..n).map(|c| LlcShared::new(topo.llc_size[c])).collect(),
             task_loc: (0..cfg.max_tasks)
                 .map(|_| AtomicU64::new(loc(NO_CPU, 0)))
@@ -438,8 +444,29 @@ impl Shared {
             }
             // It moved meanwhile: let go (publishing, as any unlock) and
             // retry.
-            self.snap[cpu].publish(&rq);
+            self.publish(cpu, &rq);
         }
+    }
+
+    /// Publish `cpu`'s snapshot from `rq` (its lock holder), keeping the
+    /// count of overloaded CPUs.
+    #[inline]
+    pub(crate) fn publish(&self, cpu: CpuId, rq: &Rq) {
+        match self.snap[cpu].publish(rq) {
+            0 => {}
+            1 => {
+                self.overloaded_cpus.fetch_add(1, Relaxed);
+            }
+            _ => {
+                self.overloaded_cpus.fetch_sub(1, Relaxed);
+            }
+        }
+    }
+
+    /// CPUs whose published snapshot holds more than one task.
+    #[inline]
+    pub fn overloaded_cpus(&self) -> usize {
+        self.overloaded_cpus.load(Relaxed)
     }
 
     /// The published snapshot of `cpu`, to read single fields.

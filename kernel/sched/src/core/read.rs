@@ -25,6 +25,20 @@ impl SchedCore<'_> {
         }
     }
 
+    /// Whether any CPU holds more than one task, as
+    /// `(0..nr_cpus).any(|c| self.nr_running(c) > 1)` reads it (the held
+    /// runqueues live, the others from their snapshots), from the count of
+    /// published overloaded CPUs corrected for the held ones: O(held CPUs)
+    /// instead of a scan of the machine on every newly-idle balance.
+    pub fn any_overloaded(&self) -> bool {
+        let mut n = self.shared.overloaded_cpus() as isize;
+        for (c, rq) in self.rqs.held.iter() {
+            n += (rq.nr_running() > 1) as isize;
+            n -= (self.shared.snap[*c].nr_running() > 1) as isize;
+        }
+        n > 0
+    }
+
     /// `nr_running` of any CPU (live if held, else snapshot).
     pub fn nr_running(&self, cpu: CpuId) -> u32 {
         self.read(cpu, |r| r.nr_running(), |s| s.nr_running.load(Relaxed))
@@ -180,5 +194,98 @@ impl SchedCore<'_> {
     /// `capacity_of()`.
     pub fn capacity_of(&self, cpu: CpuId) -> u64 {
         self.read(cpu, |r| r.cpu_capacity, |s| s.capacity.load(Relaxed))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::PickPolicy;
+    use crate::task::TaskPolicy;
+    use crate::testutil::{sched, spec};
+
+    /// `any_overloaded` answers what a scan of every CPU would, from any
+    /// context (one runqueue held, two, all, none), while tasks fork, wake,
+    /// block and move about a 16-CPU machine.
+    #[test]
+    fn overloaded_count_matches_a_scan_of_every_cpu() {
+        let s = sched(&spec(2, 4, 2, 2), PickPolicy::Cfs, "");
+        let n = s.shared.nr_cpus();
+        let mut rng = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = move || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        };
+        let mut live = Vec::new();
+        let mut sleeping = Vec::new();
+        let mut now = 1_000u64;
+        let mut checked_true = 0;
+        let mut mid_block_differs = 0;
+        for step in 0..4_000 {
+            now += 1_000 + next() % 50_000;
+            let cpu = (next() % n as u64) as usize;
+            match next() % 6 {
+                0 if live.len() < 40 => {
+                    let r = s.wake_up_new_task(None, cpu, 0, TaskPolicy::Normal, now);
+                    live.push(r.task);
+                }
+                1 | 2 => {
+                    // block_and_schedule's two steps, checked in between:
+                    // the held runqueue has lost a task its snapshot still
+                    // counts.
+                    let mut c = s.shared.lock(cpu);
+                    if c.rqs[cpu].curr.is_some() {
+                        let p = s.block_locked(&mut c, cpu, now);
+                        let scan = (0..n).any(|x| c.nr_running(x) > 1);
+                        assert_eq!(c.any_overloaded(), scan, "step {step}, mid-block on {cpu}");
+                        mid_block_differs += usize::from(
+                            (c.rqs[cpu].nr_running() > 1) != (s.shared.snap(cpu).nr_running() > 1),
+                        );
+                        let _ = s.schedule_locked(&mut c, cpu, now);
+                        sleeping.push(p);
+                    }
+                }
+                3 if !sleeping.is_empty() => {
+                    let i = (next() % sleeping.len() as u64) as usize;
+                    let p = sleeping.swap_remove(i);
+                    s.wake_up(p, cpu, next() % 2 == 0, now);
+                }
+                _ => {
+                    s.schedule(cpu, now);
+                    let _ = s.tick(cpu, now);
+                }
+            }
+            let other = (cpu + 1 + (next() % (n as u64 - 1)) as usize) % n;
+            let mut one = s.shared.lock(cpu);
+            let scan = (0..n).any(|c| one.nr_running(c) > 1);
+            assert_eq!(one.any_overloaded(), scan, "step {step}, {cpu} held");
+            one.lock_also(other);
+            let scan = (0..n).any(|c| one.nr_running(c) > 1);
+            assert_eq!(
+                one.any_overloaded(),
+                scan,
+                "step {step}, {cpu}+{other} held"
+            );
+            checked_true += usize::from(scan);
+            drop(one);
+            let none = s.shared.context(cpu);
+            let scan = (0..n).any(|c| none.nr_running(c) > 1);
+            assert_eq!(none.any_overloaded(), scan, "step {step}, none held");
+            drop(none);
+            if step % 97 == 0 {
+                let all = s.shared.lock_all();
+                let scan = (0..n).any(|c| all.nr_running(c) > 1);
+                assert_eq!(all.any_overloaded(), scan, "step {step}, all held");
+            }
+        }
+        assert!(
+            checked_true > 100,
+            "too few overloaded states: {checked_true}"
+        );
+        assert!(
+            mid_block_differs > 20,
+            "too few held runqueues whose live state differs from their snapshot: {mid_block_differs}"
+        );
     }
 }
