@@ -141,11 +141,9 @@ pub fn estimate(args: &RunArgs, fp: workloads::Footprint, nr_cpus: u32) -> Estim
         room: fp
             .threads
             .next_multiple_of(sched::core::ROOM_STEP as u64)
-            .saturating_mul(
-                ROOM_BYTES_PER_THREAD
-                    .saturating_mul(cpus)
-                    .saturating_add(TASK_BYTES),
-            ),
+            .saturating_mul(ROOM_BYTES_PER_THREAD)
+            .saturating_mul(cpus)
+            .saturating_add(fp.threads.saturating_mul(TASK_BYTES)),
     }
 }
 

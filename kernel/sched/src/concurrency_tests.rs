@@ -301,8 +301,8 @@ impl Kernel {
     }
 }
 
-fn drive_kernel_cpu(k: &Kernel, cpu: usize, steps: usize, max_live: u64) {
-    let mut rng = 0xD1B5_4A32_D192_ED03 ^ (cpu as u64 + 1);
+fn drive_kernel_cpu(k: &Kernel, cpu: usize, round: u64, steps: usize, max_live: u64) {
+    let mut rng = 0xD1B5_4A32_D192_ED03 ^ (cpu as u64 + 1) ^ (round << 32);
     for _ in 0..steps {
         let now = k.clock.fetch_add(20_000, Relaxed);
         // The reschedule IPI of a queued wakeup, taken at some point.
@@ -363,11 +363,11 @@ fn kernel_protocol(queue: bool) {
     // enough: how many wakeups find their target on another CPU depends on
     // how the host interleaves the threads (a fast build on a loaded host
     // runs them almost one after another).
-    for _round in 0..20 {
+    for round in 0..20 {
         let threads: Vec<_> = (0..n)
             .map(|cpu| {
                 let k = Arc::clone(&k);
-                std::thread::spawn(move || drive_kernel_cpu(&k, cpu, 10_000, 96))
+                std::thread::spawn(move || drive_kernel_cpu(&k, cpu, round, 10_000, 96))
             })
             .collect();
         for t in threads {

@@ -303,7 +303,7 @@ impl RqSnap {
     /// (`Shared::overloaded_cpus`).
     #[inline]
     #[must_use]
-    pub fn publish(&self, rq: &Rq) -> isize {
+    pub(crate) fn publish(&self, rq: &Rq) -> isize {
         let a = &rq.cfs.avg;
         self.curr.store(rq.curr.map_or(0, |t| t.0 + 1), Relaxed);
         self.need_resched.store(rq.need_resched, Relaxed);

@@ -156,7 +156,10 @@ pub fn init(topo: SchedTopo, cfg: SchedConfig, policy: DynPolicy, nr_cpus: usize
 
 /// This CPU's number. Only meaningful with interrupts off (a thread with
 /// interrupts on can be preempted and migrated between reading its CPU
-/// number and using it), hence the token.
+/// number and using it), hence the token. Read from the per-CPU block
+/// (`percpu::installed_cpu_index`): every caller runs after its CPU
+/// installed the block (threads, the scheduler's IPI and tick handlers,
+/// which check that the scheduler exists first).
 #[inline]
 pub(super) fn this_cpu(_irq: &IrqsOff) -> usize {
     percpu::installed_cpu_index() as usize

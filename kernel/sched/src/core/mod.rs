@@ -108,6 +108,9 @@ pub(crate) struct WakeEntry {
 /// ever has, so the hot paths allocate nothing in a steady state.
 const ARENA_START: usize = 8;
 
+/// Counters of overloaded CPUs ([`Shared::overloaded_cpus`]) at most.
+const OVERLOAD_SHARDS: usize = 16;
+
 /// [`Shared::make_room_for_all_tasks`] makes room in steps of this many
 /// tasks (exact sizes, not doubling: the room is per CPU).
 pub const ROOM_STEP: usize = 64;
@@ -143,10 +146,18 @@ pub struct Shared {
     /// Something waits in `removed[cpu]` (skips its lock otherwise).
     removed_pending: Vec<Padded<AtomicBool>>,
     snap: Vec<Padded<RqSnap>>,
-    /// CPUs whose published snapshot holds more than one task: the root
-    /// domain's `overloaded` test of newly-idle balancing without a scan
-    /// of every CPU (`SchedCore::any_overloaded`). Changed by `publish`.
-    overloaded_cpus: Padded<AtomicUsize>,
+    /// CPUs whose published snapshot holds more than one task, in shards
+    /// by LLC (`overload_shard`): the root domain's `overloaded` test of
+    /// newly-idle balancing without a scan of every CPU
+    /// (`SchedCore::any_overloaded`). Changed by `publish` when a CPU's
+    /// state flips; sharded so that CPUs of different LLCs do not write
+    /// one cache line (Linux writes its `rd->overloaded` flag only when it
+    /// changes, but that flag is sticky, which the scan this replaces is
+    /// not).
+    overloaded: Vec<Padded<AtomicUsize>>,
+    /// Each CPU's shard of `overloaded`: its LLC's rank among the
+    /// machine's LLCs, modulo [`OVERLOAD_SHARDS`].
+    overload_shard: Vec<u8>,
     /// Per-LLC shared state, indexed by `sd_llc_id`.
     pub llc: Vec<LlcShared>,
     /// Where every task id lives: `task_cpu(p)` in the high half (`NO_CPU`
@@ -179,6 +190,20 @@ impl Shared {
             // Fresh runqueues: nothing overloaded to count.
             let _ = snap[c].publish(&rq.lock());
         }
+        // LLCs ranked in CPU order of their first CPU (`llc_id` is that CPU).
+        let mut rank = alloc::vec![usize::MAX; n];
+        let mut llcs = 0;
+        for c in 0..n {
+            let l = topo.llc_id[c];
+            if rank[l] == usize::MAX {
+                rank[l] = llcs;
+                llcs += 1;
+            }
+        }
+        let overload_shards = llcs.clamp(1, OVERLOAD_SHARDS);
+        let overload_shard: Vec<u8> = (0..n)
+            .map(|c| (rank[topo.llc_id[c]] % overload_shards) as u8)
+            .collect();
         Shared {
             rqs,
             arenas: (0..n)
@@ -197,7 +222,10 @@ impl Shared {
                 .collect(),
             removed_pending: (0..n).map(|_| Padded(AtomicBool::new(false))).collect(),
             snap,
-            overloaded_cpus: Padded(AtomicUsize::new(0)),
+            overloaded: (0..overload_shards)
+                .map(|_| Padded(AtomicUsize::new(0)))
+                .collect(),
+            overload_shard,
             llc: (0..n).map(|c| LlcShared::new(topo.llc_size[c])).collect(),
             task_loc: (0..cfg.max_tasks)
                 .map(|_| AtomicU64::new(loc(NO_CPU, 0)))
@@ -333,6 +361,7 @@ impl Shared {
             },
             stats,
             resched: CpuList::new(),
+            graveyard: None,
         }
     }
 
@@ -455,18 +484,19 @@ impl Shared {
         match self.snap[cpu].publish(rq) {
             0 => {}
             1 => {
-                self.overloaded_cpus.fetch_add(1, Relaxed);
+                self.overloaded[usize::from(self.overload_shard[cpu])].fetch_add(1, Relaxed);
             }
             _ => {
-                self.overloaded_cpus.fetch_sub(1, Relaxed);
+                self.overloaded[usize::from(self.overload_shard[cpu])].fetch_sub(1, Relaxed);
             }
         }
     }
 
-    /// CPUs whose published snapshot holds more than one task.
+    /// CPUs whose published snapshot holds more than one task (a sum over
+    /// at most [`OVERLOAD_SHARDS`] counters).
     #[inline]
     pub fn overloaded_cpus(&self) -> usize {
-        self.overloaded_cpus.load(Relaxed)
+        self.overloaded.iter().map(|o| o.load(Relaxed)).sum()
     }
 
     /// The published snapshot of `cpu`, to read single fields.
@@ -609,6 +639,23 @@ pub struct SchedCore<'a> {
     pub stats: Guard<'a, SchedStats>,
     /// CPUs whose need_resched was set since the last drain (IPI targets).
     pub(crate) resched: CpuList,
+    /// A dead task's box, freed when the context is dropped, after every
+    /// lock it holds (the last field: fields drop in order, after
+    /// `Drop::drop` let the runqueues go), so the heap's lock is never
+    /// taken under a runqueue lock.
+    graveyard: Option<Box<Task>>,
+}
+
+impl SchedCore<'_> {
+    /// Keep a freed task's box until the context is dropped (its locks
+    /// released first). One per operation: a second one is dropped now.
+    pub(crate) fn bury(&mut self, t: Option<Box<Task>>) {
+        if let Some(t) = t {
+            // At most one task exits per `schedule()`; an earlier one
+            // would be freed here, under the locks, rather than lost.
+            drop(self.graveyard.replace(t));
+        }
+    }
 }
 
 impl Drop for SchedCore<'_> {

@@ -248,12 +248,14 @@ impl TaskSet<'_> {
         self.home(t, to, "moving to");
     }
 
-    /// Free a dead task homed on a held runqueue and release its id.
-    pub fn free(&mut self, id: TaskId) {
-        if self.locate(id).is_some() {
-            self.unhome(id);
-            self.shared.free_id(id);
-        }
+    /// Take a dead task homed on a held runqueue out of its arena and
+    /// release its id; returns its box, for the caller to drop once no
+    /// scheduler lock is held (`SchedCore::bury`).
+    pub fn free(&mut self, id: TaskId) -> Option<Box<Task>> {
+        self.locate(id)?;
+        let t = self.unhome(id);
+        self.shared.free_id(id);
+        Some(t)
     }
 }
 

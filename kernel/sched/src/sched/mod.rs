@@ -198,7 +198,10 @@ impl<P: SchedPolicy> Scheduler<P> {
             let c = &mut *core;
             entity::put_prev_entity(&mut c.rqs[cpu].cfs, &mut c.tasks, cfg, pv, now);
             match c.tasks[pv].state {
-                TaskState::Dead => c.tasks.free(pv),
+                TaskState::Dead => {
+                    let dead = c.tasks.free(pv);
+                    c.bury(dead);
+                }
                 TaskState::Running => {
                     c.tasks[pv].state = TaskState::Runnable;
                     c.tasks[pv].wait_start = now.max(1);
