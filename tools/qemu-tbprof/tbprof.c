@@ -3,10 +3,11 @@
  * translation block executes, for an instruction profile of the schedlab
  * kernel under `--icount` (docs/kernel.md, "Profiling the kernel").
  *
- * At exit it writes one line per translated block: its guest virtual
- * address, its instruction count and how many times it ran, to the file
- * named by the `out=PATH` argument (default tbprof.txt). `tbprof.py`
- * attributes blocks to the kernel's functions.
+ * At exit it writes one line per executed guest instruction of each
+ * translated block: its virtual address, 1, and how many times the block
+ * ran (`vaddr insns runs`, so a line may also stand for a whole block), to
+ * the file named by the `out=PATH` argument (default tbprof.txt).
+ * `tbprof.py` attributes them to the kernel's functions and lines.
  *
  * Only the part of QEMU's plugin API this needs is declared here (the API
  * has kept these calls since its first version); the plugin says it was
@@ -23,6 +24,7 @@
 typedef uint64_t qemu_plugin_id_t;
 typedef struct qemu_info_t qemu_info_t;
 struct qemu_plugin_tb;
+struct qemu_plugin_insn;
 enum qemu_plugin_cb_flags { QEMU_PLUGIN_CB_NO_REGS };
 typedef void (*qemu_plugin_vcpu_tb_trans_cb_t)(qemu_plugin_id_t, struct qemu_plugin_tb *);
 typedef void (*qemu_plugin_vcpu_udata_cb_t)(unsigned int, void *);
@@ -32,16 +34,17 @@ void qemu_plugin_register_vcpu_tb_trans_cb(qemu_plugin_id_t, qemu_plugin_vcpu_tb
 void qemu_plugin_register_vcpu_tb_exec_cb(struct qemu_plugin_tb *, qemu_plugin_vcpu_udata_cb_t,
                                           enum qemu_plugin_cb_flags, void *);
 size_t qemu_plugin_tb_n_insns(const struct qemu_plugin_tb *);
-uint64_t qemu_plugin_tb_vaddr(const struct qemu_plugin_tb *);
+struct qemu_plugin_insn *qemu_plugin_tb_get_insn(const struct qemu_plugin_tb *, size_t);
+uint64_t qemu_plugin_insn_vaddr(const struct qemu_plugin_insn *);
 void qemu_plugin_register_atexit_cb(qemu_plugin_id_t, qemu_plugin_udata_cb_t, void *);
 
 __attribute__((visibility("default"))) int qemu_plugin_version = 4;
 
 struct block {
-    uint64_t vaddr;
-    uint64_t insns;
     uint64_t runs;
     struct block *next;
+    size_t insns;
+    uint64_t vaddr[]; /* of each instruction */
 };
 
 static struct block *blocks;
@@ -57,12 +60,15 @@ static void on_exec(unsigned int vcpu, void *udata)
 static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 {
     (void)id;
-    struct block *b = calloc(1, sizeof *b);
+    size_t n = qemu_plugin_tb_n_insns(tb);
+    struct block *b = calloc(1, sizeof *b + n * sizeof b->vaddr[0]);
     if (!b) {
         return;
     }
-    b->vaddr = qemu_plugin_tb_vaddr(tb);
-    b->insns = qemu_plugin_tb_n_insns(tb);
+    b->insns = n;
+    for (size_t i = 0; i < n; i++) {
+        b->vaddr[i] = qemu_plugin_insn_vaddr(qemu_plugin_tb_get_insn(tb, i));
+    }
     b->next = blocks;
     blocks = b;
     qemu_plugin_register_vcpu_tb_exec_cb(tb, on_exec, QEMU_PLUGIN_CB_NO_REGS, b);
@@ -78,8 +84,8 @@ static void at_exit(qemu_plugin_id_t id, void *udata)
         return;
     }
     for (struct block *b = blocks; b; b = b->next) {
-        if (b->runs) {
-            fprintf(f, "%" PRIx64 " %" PRIu64 " %" PRIu64 "\n", b->vaddr, b->insns, b->runs);
+        for (size_t i = 0; b->runs && i < b->insns; i++) {
+            fprintf(f, "%" PRIx64 " 1 %" PRIu64 "\n", b->vaddr[i], b->runs);
         }
     }
     fclose(f);

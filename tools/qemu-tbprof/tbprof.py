@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Attribute a tbprof.so profile to the kernel's functions.
 
-usage: tbprof.py KERNEL_ELF PROFILE [BASELINE] [--offset HEX] [--top N]
+usage: tbprof.py KERNEL_ELF PROFILE [BASELINE] [--offset HEX] [--top N] [--lines NAME]
 
 PROFILE (and BASELINE, subtracted function by function, e.g. the same boot
 with the experiment made trivial) are the plugin's `vaddr insns runs` lines.
@@ -42,6 +42,33 @@ def profile(path, addrs, names, offset):
     return per
 
 
+def by_line(a, addrs, names, off):
+    blocks = Counter()
+    for path, sign in ((a.profile, 1), (a.baseline, -1)):
+        if not path:
+            continue
+        for line in open(path):
+            va, insns, runs = line.split()
+            addr = int(va, 16) - off
+            i = bisect.bisect_right(addrs, addr) - 1
+            if i >= 0 and a.lines in names[i]:
+                blocks[addr] += sign * int(insns) * int(runs)
+    blocks = {k: v for k, v in blocks.items() if v}
+    if not blocks:
+        print("no blocks in functions matching", a.lines)
+        return
+    keys = sorted(blocks)
+    out = subprocess.run(["addr2line", "-e", a.elf] + [hex(k) for k in keys],
+                         capture_output=True, text=True, check=True).stdout.split("\n")
+    per = Counter()
+    for k, loc in zip(keys, out):
+        per[loc.replace("/work/main/", "")] += blocks[k]
+    total = sum(per.values())
+    print(f"{total:>14,} instructions in functions matching {a.lines!r}")
+    for loc, n in sorted(per.items(), key=lambda kv: -kv[1])[: a.top]:
+        print(f"{n:>14,} {100 * n / max(total, 1):5.1f}%  {loc}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("elf")
@@ -49,9 +76,16 @@ def main():
     ap.add_argument("baseline", nargs="?")
     ap.add_argument("--offset", default="8000000000")
     ap.add_argument("--top", type=int, default=40)
+    ap.add_argument("--lines", metavar="FUNCTION",
+                    help="break the functions whose name contains FUNCTION down by "
+                         "source line (of each block's first instruction, inlined "
+                         "frames resolved to the innermost)")
     a = ap.parse_args()
     addrs, names = symbols(a.elf)
     off = int(a.offset, 16)
+    if a.lines:
+        by_line(a, addrs, names, off)
+        return
     per = profile(a.profile, addrs, names, off)
     if a.baseline:
         per.subtract(profile(a.baseline, addrs, names, off))
