@@ -75,8 +75,7 @@ impl TaskSet<'_> {
     /// (index in `held`, slot) of a task homed on a held runqueue.
     #[inline(always)]
     fn locate(&self, id: TaskId) -> Option<(usize, usize)> {
-        let v = self.loc.get(id.0 as usize)?.load(Relaxed);
-        let (cpu, slot) = ((v >> 32) as usize, v as u32 as usize);
+        let (cpu, slot) = self.dir(id)?;
         // One runqueue held: the common case, no search.
         if self.held.len() == 1 {
             return (self.held.get(0)?.0 == cpu).then_some((0, slot));

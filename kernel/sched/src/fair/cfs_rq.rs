@@ -88,12 +88,8 @@ impl CfsRq {
         self.timeline.insert(pick.tree_key(se), id, se.vruntime);
     }
 
-    /// `__dequeue_entity` + `avg_vruntime_sub`.
-    pub fn tree_remove(&mut self, pick: impl PickDiscipline, tasks: &impl Tasks, id: TaskId) {
-        self.tree_remove_se(pick, &tasks[id].se, id);
-    }
-
-    /// [`Self::tree_remove`] of `id`, whose entity the caller has at hand.
+    /// `__dequeue_entity` + `avg_vruntime_sub` of `id`, whose entity the
+    /// caller has at hand (every caller has just looked it up).
     #[inline]
     pub fn tree_remove_se(&mut self, pick: impl PickDiscipline, se: &SchedEntity, id: TaskId) {
         let w = se.load.weight;
@@ -118,12 +114,7 @@ impl CfsRq {
         }
     }
 
-    /// `account_entity_dequeue`.
-    pub fn account_dequeue(&mut self, tasks: &impl Tasks, id: TaskId) {
-        self.account_dequeue_task(&tasks[id]);
-    }
-
-    /// [`Self::account_dequeue`] of a task the caller has at hand.
+    /// `account_entity_dequeue` of a task the caller has at hand.
     #[inline]
     pub fn account_dequeue_task(&mut self, t: &Task) {
         self.load.sub(t.weight());

@@ -116,9 +116,9 @@ pub fn wakeup_preempt_entity(
 }
 
 /// `set_next_buddy()` / `set_last_buddy()` (v5.11): a task with the idle
-/// policy is never made a buddy.
-pub fn set_buddy(slot: &mut Option<TaskId>, tasks: &impl Tasks, id: TaskId) {
-    if tasks[id].policy != TaskPolicy::Idle {
+/// policy is never made a buddy. Takes the policy the caller looked up.
+pub fn set_buddy(slot: &mut Option<TaskId>, id: TaskId, policy: TaskPolicy) {
+    if policy != TaskPolicy::Idle {
         *slot = Some(id);
     }
 }
@@ -148,15 +148,14 @@ pub fn check_preempt_wakeup(
     let p_policy = tasks[p].policy;
     let mut next_buddy_marked = false;
     if cfg.features.has(Feat::NextBuddy) && scale && !is_fork {
-        if p_policy != TaskPolicy::Idle {
-            cfs.next = Some(p);
-        }
+        set_buddy(&mut cfs.next, p, p_policy);
         next_buddy_marked = true;
     }
     if need_resched {
         return false;
     }
-    let idle_curr = tasks[curr].policy == TaskPolicy::Idle;
+    let curr_policy = tasks[curr].policy;
+    let idle_curr = curr_policy == TaskPolicy::Idle;
     if !(idle_curr && p_policy != TaskPolicy::Idle) {
         if p_policy != TaskPolicy::Normal || !cfg.features.has(Feat::WakeupPreemption) {
             return false;
@@ -168,16 +167,12 @@ pub fn check_preempt_wakeup(
             return false;
         }
         if !next_buddy_marked {
-            // p's policy is Normal here: set_buddy would take it.
-            cfs.next = Some(p);
+            set_buddy(&mut cfs.next, p, p_policy);
         }
     }
     // preempt:
-    if scale && cfg.features.has(Feat::LastBuddy) {
-        let c = &tasks[curr];
-        if c.se.on_rq && !idle_curr {
-            cfs.last = Some(curr);
-        }
+    if scale && cfg.features.has(Feat::LastBuddy) && tasks[curr].se.on_rq {
+        set_buddy(&mut cfs.last, curr, curr_policy);
     }
     true
 }

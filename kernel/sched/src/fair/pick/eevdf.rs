@@ -169,9 +169,8 @@ pub fn check_preempt_wakeup(
     // Each task's policy is looked up once: the hook runs on every wakeup.
     let p_policy = tasks[p].policy;
     let p_idle = p_policy == TaskPolicy::Idle;
-    if cfg.features.has(Feat::NextBuddy) && !is_fork && !p_idle {
-        // set_next_buddy(): never an idle-policy task.
-        cfs.next = Some(p);
+    if cfg.features.has(Feat::NextBuddy) && !is_fork {
+        super::cfs::set_buddy(&mut cfs.next, p, p_policy);
     }
     if need_resched {
         return false;
