@@ -6,6 +6,7 @@
 pub mod barrier;
 pub mod mutex;
 pub mod pipe;
+mod ring;
 pub mod semaphore;
 pub mod spinlock;
 

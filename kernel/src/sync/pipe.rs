@@ -3,15 +3,14 @@
 //! pipe_write, writers wake readers with WF_SYNC (the writer usually goes on
 //! to wait for the answer), which is what wake_affine's sync path is about.
 
-use alloc::collections::VecDeque;
 use alloc::sync::Arc;
 
 use super::IrqSpinLock;
+use super::ring::ByteRing;
 use crate::task::{self, WF_NONE, WaitQueue, WakeFlags};
 
 struct State {
-    buf: VecDeque<u8>,
-    capacity: usize,
+    buf: ByteRing,
     writer_open: bool,
     reader_open: bool,
 }
@@ -31,8 +30,7 @@ pub struct PipeReader(Arc<Inner>);
 pub fn pipe(capacity: usize) -> (PipeWriter, PipeReader) {
     let inner = Arc::new(Inner {
         state: IrqSpinLock::new(State {
-            buf: VecDeque::with_capacity(capacity),
-            capacity,
+            buf: ByteRing::with_capacity(capacity),
             writer_open: true,
             reader_open: true,
         }),
@@ -61,9 +59,7 @@ impl PipeWriter {
                     p.writers.finish();
                     return Err(BrokenPipe);
                 }
-                let room = s.capacity - s.buf.len();
-                let n = room.min(data.len());
-                s.buf.extend(&data[..n]);
+                let n = s.buf.push(data);
                 if n == 0 {
                     p.writers.prepare();
                 }
@@ -91,10 +87,10 @@ impl PipeWriter {
             if !s.reader_open {
                 return Err(BrokenPipe);
             }
-            if s.capacity - s.buf.len() < data.len() {
+            if s.buf.room() < data.len() {
                 return Ok(false);
             }
-            s.buf.extend(data);
+            s.buf.push(data);
         }
         p.readers.wake_one(WakeFlags::SYNC);
         Ok(true)
@@ -110,14 +106,8 @@ impl PipeReader {
             {
                 let mut s = p.state.lock();
                 if !s.buf.is_empty() {
-                    let n = out.len().min(s.buf.len());
-                    // Two slice copies (the ring's two halves), not a loop
-                    // over bytes.
-                    let (a, b) = s.buf.as_slices();
-                    let na = n.min(a.len());
-                    out[..na].copy_from_slice(&a[..na]);
-                    out[na..n].copy_from_slice(&b[..n - na]);
-                    s.buf.drain(..n);
+                    // At most two slice copies (the ring's wrap).
+                    let n = s.buf.pop(out);
                     drop(s);
                     p.readers.finish();
                     p.writers.wake_one(WakeFlags::SYNC);

@@ -6,11 +6,17 @@
 //! It is a test-and-set lock (`spin::Mutex` without `use_ticket_mutex`): a
 //! ticket lock collapsed under multi-threaded TCG, where each hand-off waited
 //! for the next waiter's descheduled vCPU (docs/kernel.md).
+//!
+//! A caller that already holds an [`IrqsOff`] token (the scheduler's paths)
+//! takes the lock with [`IrqSpinLock::lock_irqs_off`]: interrupts are off
+//! and stay off, so there is no flag to save or restore.
 
 use core::ops::{Deref, DerefMut};
 
 use spin::{Mutex, MutexGuard};
 use x86_64::instructions::interrupts;
+
+use crate::arch::irq::IrqsOff;
 
 /// Spinlock with interrupts off while held.
 pub struct IrqSpinLock<T> {
@@ -18,9 +24,26 @@ pub struct IrqSpinLock<T> {
 }
 
 /// Guard of an [`IrqSpinLock`]; re-enables interrupts on drop if they were on.
+/// Fields drop in declaration order: the lock is released before the
+/// interrupt flag comes back, so no handler on this CPU can find it held
+/// by the code it interrupted.
 pub struct IrqGuard<'a, T> {
-    guard: Option<MutexGuard<'a, T>>,
-    irq_was_enabled: bool,
+    guard: MutexGuard<'a, T>,
+    _restore: IrqRestore,
+}
+
+/// Re-enables interrupts on drop if they were on before the lock.
+struct IrqRestore {
+    was_enabled: bool,
+}
+
+impl Drop for IrqRestore {
+    #[inline]
+    fn drop(&mut self) {
+        if self.was_enabled {
+            interrupts::enable();
+        }
+    }
 }
 
 impl<T> IrqSpinLock<T> {
@@ -32,52 +55,49 @@ impl<T> IrqSpinLock<T> {
     }
 
     /// Disables interrupts, then spins until the lock is ours.
+    #[inline]
     pub fn lock(&self) -> IrqGuard<'_, T> {
-        let irq_was_enabled = interrupts::are_enabled();
+        let was_enabled = interrupts::are_enabled();
         interrupts::disable();
+        let restore = IrqRestore { was_enabled };
         IrqGuard {
-            guard: Some(self.inner.lock()),
-            irq_was_enabled,
+            guard: self.inner.lock(),
+            _restore: restore,
         }
+    }
+
+    /// Spins until the lock is ours, for a caller with interrupts off (its
+    /// token proves it): nothing to save, nothing to restore.
+    #[inline]
+    pub fn lock_irqs_off<'a>(&'a self, _irq: &IrqsOff) -> MutexGuard<'a, T> {
+        self.inner.lock()
     }
 
     /// Takes the lock if it is free (interrupts off while held).
     pub fn try_lock(&self) -> Option<IrqGuard<'_, T>> {
-        let irq_was_enabled = interrupts::are_enabled();
+        let was_enabled = interrupts::are_enabled();
         interrupts::disable();
-        match self.inner.try_lock() {
-            Some(g) => Some(IrqGuard {
-                guard: Some(g),
-                irq_was_enabled,
-            }),
-            None => {
-                if irq_was_enabled {
-                    interrupts::enable();
-                }
-                None
-            }
-        }
+        // On failure `restore` drops here and gives the flag back.
+        let restore = IrqRestore { was_enabled };
+        let guard = self.inner.try_lock()?;
+        Some(IrqGuard {
+            guard,
+            _restore: restore,
+        })
     }
 }
 
 impl<T> Deref for IrqGuard<'_, T> {
     type Target = T;
+    #[inline]
     fn deref(&self) -> &T {
-        self.guard.as_ref().expect("guard used after unlock")
+        &self.guard
     }
 }
 
 impl<T> DerefMut for IrqGuard<'_, T> {
+    #[inline]
     fn deref_mut(&mut self) -> &mut T {
-        self.guard.as_mut().expect("guard used after unlock")
-    }
-}
-
-impl<T> Drop for IrqGuard<'_, T> {
-    fn drop(&mut self) {
-        self.guard.take();
-        if self.irq_was_enabled {
-            interrupts::enable();
-        }
+        &mut self.guard
     }
 }

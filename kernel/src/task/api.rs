@@ -11,8 +11,8 @@ use core::sync::atomic::Ordering;
 use sched::{Start, TaskPolicy};
 
 use super::sched::{
-    THREADS, add_sleeper, core, current, make_room_for_sleepers, on_this_cpu, resched_if_needed,
-    schedule, send_ipis, set_task_thread, switch_to, this_cpu, thread_start,
+    THREADS, add_sleeper, core, current, current_cell, make_room_for_sleepers, on_this_cpu,
+    resched_if_needed, schedule, send_ipis, set_task_thread, switch_to, this_cpu, thread_start,
 };
 use super::thread::{STACK_BYTES, Thread, ThreadState};
 use super::wake::WF_NONE;
@@ -181,16 +181,17 @@ pub fn yield_now() {
 /// Blocks the current thread until a wakeup (returns at once if a wakeup
 /// arrived since it last blocked). Callers re-check their condition.
 pub fn block() {
-    let me = current().expect("block() outside a thread");
     let off = irq::save_disable();
     let cpu = this_cpu(off.irqs());
+    // The thread is borrowed from this CPU's cell, which nothing else takes
+    // while interrupts are off here.
+    let cell = current_cell(off.irqs(), cpu);
+    let me = cell.as_ref().expect("block() outside a thread");
     // The core blocks the task under the thread's wake lock, so a waker
     // either finds it runnable (and leaves a pending wakeup) or blocked in
     // the core; one runqueue-lock acquisition blocks and picks the next.
-    let mut w = me.wake.lock();
+    let mut w = me.wake.lock_irqs_off(off.irqs());
     if core::mem::take(&mut w.wake_pending) {
-        drop(w);
-        drop(me);
         return;
     }
     w.state = ThreadState::Blocked;
@@ -198,7 +199,7 @@ pub fn block() {
     // copy into an Option, none into `switch_to`).
     let (_, mut sw) = core().block_and_schedule(cpu, time::now_ns());
     drop(w);
-    drop(me);
+    drop(cell);
     switch_to(off.irqs(), cpu, &mut sw);
 }
 

@@ -180,6 +180,16 @@ pub fn current() -> Option<Arc<Thread>> {
     })
 }
 
+/// This CPU's running-thread cell, for a caller with interrupts off that
+/// only borrows the thread (no reference count to copy, as [`current`]
+/// does). Release it before anything that switches (`switch_to` takes it).
+pub(super) fn current_cell(
+    _irq: &IrqsOff,
+    cpu: usize,
+) -> spin::MutexGuard<'static, Option<Arc<Thread>>> {
+    cpu_state(cpu).current.lock()
+}
+
 /// Registers the thread of a (reserved) core task before it can run.
 pub(super) fn set_task_thread(task: TaskId, t: Option<Arc<Thread>>) {
     let map = TASK_THREAD.get().expect("scheduler not initialised");
@@ -188,6 +198,15 @@ pub(super) fn set_task_thread(task: TaskId, t: Option<Arc<Thread>>) {
 
 fn thread_of(task: TaskId) -> Option<Arc<Thread>> {
     TASK_THREAD.get()?.get(task.0 as usize)?.lock().clone()
+}
+
+/// [`thread_of`] with interrupts already off (the switch path).
+fn thread_of_irqs_off(irq: &IrqsOff, task: TaskId) -> Option<Arc<Thread>> {
+    TASK_THREAD
+        .get()?
+        .get(task.0 as usize)?
+        .lock_irqs_off(irq)
+        .clone()
 }
 
 /// Threads created and exited so far.
@@ -321,11 +340,17 @@ pub fn describe_threads(limit: usize) -> Vec<String> {
     out
 }
 
-/// Trace the tasks the core moved (balancing, exec) from `cpu`'s call.
+/// Trace the tasks the core moved (balancing, exec) from `cpu`'s call: an
+/// inline test, the tracing itself out of line.
+#[inline]
 fn trace_migrations(cpu: usize, moved: &[sched::core::Migration]) {
-    if !trace::on() {
-        return;
+    if !moved.is_empty() && trace::on() {
+        trace_moved(cpu, moved);
     }
+}
+
+#[inline(never)]
+fn trace_moved(cpu: usize, moved: &[sched::core::Migration]) {
     for m in moved {
         if let Some(t) = thread_of(m.task) {
             let to = ((m.to as u64) << 4) | m.reason as u64;
@@ -336,6 +361,7 @@ fn trace_migrations(cpu: usize, moved: &[sched::core::Migration]) {
 
 /// Gives a spilled move list's room back to the core (a batch of balance
 /// moves then never allocates; a list that stayed inline has none).
+#[inline]
 fn recycle_migrations(cpu: usize, moved: &mut sched::Migrations) {
     if moved.spare_room() > 0 {
         core().recycle_migrations(cpu, core::mem::take(moved));
@@ -376,13 +402,15 @@ pub(super) fn switch_to(irq: &IrqsOff, cpu: usize, sw: &mut sched::Switch) {
     debug_assert_eq!(cpu, this_cpu(irq), "schedule for the wrong CPU");
     let next = sw
         .next
-        .map(|t| thread_of(t).expect("picked a task with no thread"));
+        .map(|t| thread_of_irqs_off(irq, t).expect("picked a task with no thread"));
     send_ipis(irq, &sw.resched, cpu);
     trace_migrations(cpu, &sw.migrations);
     recycle_migrations(cpu, &mut sw.migrations);
     let cs = cpu_state(cpu);
-    let prev = cs.current.lock().clone();
-    let same = match (&prev, &next) {
+    // The cell is this CPU's, taken with interrupts off: `next` goes in
+    // once, `prev` comes out by value (no reference count to copy).
+    let mut cell = cs.current.lock();
+    let same = match (&*cell, &next) {
         (Some(a), Some(b)) => Arc::ptr_eq(a, b),
         (None, None) => true,
         _ => false,
@@ -390,7 +418,9 @@ pub(super) fn switch_to(irq: &IrqsOff, cpu: usize, sw: &mut sched::Switch) {
     if same {
         return;
     }
-    if let Some(n) = &next {
+    let prev = core::mem::replace(&mut *cell, next);
+    let next = cell.as_ref();
+    if let Some(n) = next {
         let last = n.last_cpu.swap(cpu as u32, Ordering::Relaxed);
         if last != cpu as u32 && last != u32::MAX {
             cs.migrations_in.fetch_add(1, Ordering::Relaxed);
@@ -399,23 +429,26 @@ pub(super) fn switch_to(irq: &IrqsOff, cpu: usize, sw: &mut sched::Switch) {
     if let Some(p) = &prev {
         p.check_canary();
     }
-    let tid = |t: &Option<Arc<Thread>>| t.as_ref().map_or(0, |t| t.tid);
-    trace::event(cpu, trace::Kind::Switch, tid(&next), tid(&prev), 0);
+    let (next_tid, prev_tid) = (
+        next.map_or(0, |t| t.tid),
+        prev.as_ref().map_or(0, |t| t.tid),
+    );
+    trace::event(cpu, trace::Kind::Switch, next_tid, prev_tid, 0);
     fpu::switch_out(irq, prev.as_deref().map(|p| &p.fpu));
     // switch_mm: a thread of another process than the loaded one loads its
     // page tables; kernel threads and idle load nothing (lazy TLB).
-    if let Some(space) = next.as_ref().and_then(|n| n.space.as_ref())
+    if let Some(space) = next.and_then(|n| n.space.as_ref())
         && cs.mm.switch_to(space)
     {
         cs.mm_switches.fetch_add(1, Ordering::Relaxed);
     }
-    // Raw pointers: the threads move into `cs.prev`/`cs.current` below,
-    // which keep them alive across the switch.
+    // Raw pointers: the threads stay in `cs.prev`/`cs.current`, which keep
+    // them alive across the switch.
     let from: *const Context = prev.as_ref().map_or(&cs.idle, |p| &p.ctx);
-    let to: *const Context = next.as_ref().map_or(&cs.idle, |n| &n.ctx);
+    let to: *const Context = next.map_or(&cs.idle, |n| &n.ctx);
     cs.current_id
-        .store(next.as_ref().map_or(0, |n| n.id + 1), Ordering::Relaxed);
-    *cs.current.lock() = next;
+        .store(next.map_or(0, |n| n.id + 1), Ordering::Relaxed);
+    drop(cell);
     *cs.prev.lock() = prev;
     cs.switches.fetch_add(1, Ordering::Relaxed);
     // SAFETY: interrupts are off (`irq`). `from` is the context running now:

@@ -161,13 +161,20 @@ impl WaitQueue {
     /// Removes the current thread (after its condition held). No lock when
     /// nobody waits (a count without its own entry, see `prepare`) or when
     /// a waker already took it off.
+    #[inline]
     pub fn finish(&self) {
         // Acquire: pairs with the Release of a waker's count store, which
         // follows its `on = 0`, so a thread that returns here sees itself
         // off this queue before it prepares on another.
-        if self.count.load(Ordering::Acquire) == 0 {
-            return;
+        if self.count.load(Ordering::Acquire) != 0 {
+            self.finish_queued();
         }
+    }
+
+    /// [`Self::finish`] when someone waits (out of line: a pipe calls
+    /// `finish` twice per message, and the queue is nearly always empty).
+    #[inline(never)]
+    fn finish_queued(&self) {
         let Some(me) = sched::current() else {
             return;
         };
@@ -217,6 +224,7 @@ impl WaitQueue {
 
     /// Whether anyone may be waiting (`wq_has_sleeper`): after the full
     /// barrier that orders the caller's condition change before the load.
+    #[inline]
     fn has_sleeper(&self) -> bool {
         fence(Ordering::SeqCst);
         self.count.load(Ordering::Relaxed) != 0
@@ -241,10 +249,15 @@ impl WaitQueue {
     /// Wakes the longest waiter with the caller's `flags`; false if nobody
     /// waited. The wakeup itself is outside the lock (this call holds the
     /// only reference to the wakee's link once it is off the chain).
+    #[inline]
     pub fn wake_one(&self, flags: WakeFlags) -> bool {
-        if !self.has_sleeper() {
-            return false;
-        }
+        self.has_sleeper() && self.wake_one_queued(flags)
+    }
+
+    /// [`Self::wake_one`] once someone may wait (out of line, as
+    /// [`Self::finish_queued`]).
+    #[inline(never)]
+    fn wake_one_queued(&self, flags: WakeFlags) -> bool {
         let t = self.pop(&mut self.waiters.lock());
         match t {
             Some(t) => {

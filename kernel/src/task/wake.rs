@@ -69,13 +69,13 @@ pub fn wake_no_preempt(t: &Arc<Thread>, flags: WakeFlags) -> bool {
 /// (where `t` was queued, the CPUs to IPI) if `t` was blocked, None if the
 /// wakeup was left pending or ignored.
 pub(super) fn try_to_wake_up(
-    _irq: &IrqsOff,
+    irq: &IrqsOff,
     t: &Arc<Thread>,
     flags: WakeFlags,
     cpu: usize,
     now: u64,
 ) -> Option<WakeupResult> {
-    let mut w = t.wake.lock();
+    let mut w = t.wake.lock_irqs_off(irq);
     match w.state {
         ThreadState::Blocked => {
             w.state = ThreadState::Runnable;

@@ -540,9 +540,12 @@ impl Engine {
     // Off the hot path (a few % of events): kept out of `step`'s body.
     #[inline(never)]
     fn rerate_siblings(&mut self, cpu: usize) {
-        let sibs: Vec<usize> = self.sched.shared.topo.smt[cpu].iter().collect();
-        for &s in &sibs {
-            let busy_sibling = sibs.iter().any(|&o| o != s && self.cpus[o].curr.is_some());
+        // The scheduler's own handle: its topology stays borrowed while the
+        // CPUs change (no list of the siblings to allocate per call).
+        let sched = Arc::clone(&self.sched);
+        let sibs = &sched.shared.topo.smt[cpu];
+        for s in sibs.iter() {
+            let busy_sibling = sibs.iter().any(|o| o != s && self.cpus[o].curr.is_some());
             let rate = if busy_sibling {
                 (self.prof.cpu.smt_shared_speed * 1000.0).round().max(1.0) as u64
             } else {
