@@ -142,8 +142,8 @@ fn run(args: &RunArgs) -> Result<i32> {
 
 /// `cargo xtask run --backend sim`: the same report from the host simulator.
 fn run_sim(args: &RunArgs) -> Result<i32> {
-    xtask::preflight::check(args)?;
     let cfg = xtask::simrun::config(args)?;
+    xtask::preflight::check_on(args, cfg.topology.nr_cpus() as u32)?;
     eprintln!(
         "xtask: simulating '{}' on {} CPUs ({} NUMA nodes), profile {}, seed {}",
         cfg.experiment,
@@ -152,7 +152,7 @@ fn run_sim(args: &RunArgs) -> Result<i32> {
         cfg.profile.name,
         cfg.seed
     );
-    let result = xtask::simrun::run(args, true)?;
+    let result = xtask::simrun::run_config(&cfg, true)?;
     Ok(finish_run(args, &result, None))
 }
 

@@ -26,12 +26,19 @@ const TASK_BYTES: u64 = sched::core::Shared::task_bytes() as u64;
 
 /// Runs every check; `Ok` means nothing known before the boot stops the run.
 pub fn check(args: &RunArgs) -> Result<()> {
-    let cfg = args.boot_config()?;
     let nr_cpus = match args.backend {
         Backend::Qemu => args.machine()?.cpus(),
         // The simulator checks its own machine (up to 1024 CPUs).
         Backend::Sim => crate::simrun::config(args)?.topology.nr_cpus() as u32,
     };
+    check_on(args, nr_cpus)
+}
+
+/// [`check`] on a machine of `nr_cpus` CPUs already checked (the
+/// simulator's, from the configuration its run uses: one build of its
+/// topology instead of two).
+pub fn check_on(args: &RunArgs, nr_cpus: u32) -> Result<()> {
+    let cfg = args.boot_config()?;
     let footprint = experiment_args(&cfg.experiment, &cfg.args, nr_cpus as usize)?;
     let max = sched::config::DEFAULT_MAX_TASKS as u64;
     if footprint.threads > max {

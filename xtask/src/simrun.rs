@@ -82,9 +82,13 @@ pub fn config(args: &RunArgs) -> Result<schedsim::Config> {
 
 /// Runs `args` in the simulator.
 pub fn run(args: &RunArgs, echo: bool) -> Result<RunResult> {
-    let cfg = config(args)?;
+    run_config(&config(args)?, echo)
+}
+
+/// Runs a configuration made by [`config`].
+pub fn run_config(cfg: &schedsim::Config, echo: bool) -> Result<RunResult> {
     let t0 = Instant::now();
-    let out = schedsim::run(&cfg).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let out = schedsim::run(cfg).map_err(|e| anyhow::anyhow!("{e}"))?;
     if echo {
         for l in &out.console {
             println!("[sim] {l}");

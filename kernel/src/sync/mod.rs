@@ -6,7 +6,6 @@
 pub mod barrier;
 pub mod mutex;
 pub mod pipe;
-mod ring;
 pub mod semaphore;
 pub mod spinlock;
 

@@ -5,8 +5,9 @@
 
 use alloc::sync::Arc;
 
+use bytering::ByteRing;
+
 use super::IrqSpinLock;
-use super::ring::ByteRing;
 use crate::task::{self, WF_NONE, WaitQueue, WakeFlags};
 
 struct State {

@@ -67,9 +67,10 @@ impl<T> IrqSpinLock<T> {
     }
 
     /// Spins until the lock is ours, for a caller with interrupts off (its
-    /// token proves it): nothing to save, nothing to restore.
+    /// token proves it): nothing to save, nothing to restore. The guard
+    /// borrows the token, so interrupts cannot come back while it is held.
     #[inline]
-    pub fn lock_irqs_off<'a>(&'a self, _irq: &IrqsOff) -> MutexGuard<'a, T> {
+    pub fn lock_irqs_off<'a>(&'a self, _irq: &'a IrqsOff) -> MutexGuard<'a, T> {
         self.inner.lock()
     }
 

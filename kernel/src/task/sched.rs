@@ -182,11 +182,14 @@ pub fn current() -> Option<Arc<Thread>> {
 
 /// This CPU's running-thread cell, for a caller with interrupts off that
 /// only borrows the thread (no reference count to copy, as [`current`]
-/// does). Release it before anything that switches (`switch_to` takes it).
-pub(super) fn current_cell(
-    _irq: &IrqsOff,
+/// does). The guard borrows the token, so interrupts stay off while it is
+/// held. While it is held nothing on this CPU may take the cell again: no
+/// `current()` (wait queues' `prepare`/`finish`, jitter) and no switch
+/// (`switch_to` takes it): that CPU would spin on its own lock.
+pub(super) fn current_cell<'a>(
+    _irq: &'a IrqsOff,
     cpu: usize,
-) -> spin::MutexGuard<'static, Option<Arc<Thread>>> {
+) -> spin::MutexGuard<'a, Option<Arc<Thread>>> {
     cpu_state(cpu).current.lock()
 }
 

@@ -131,7 +131,12 @@ pub fn update_sg_lb_stats(
         // The group's capacity and weight are the whole group's
         // (sgc->capacity, group_weight); the sums below skip the CPUs an
         // all-pinned redo took out (for_each_cpu_and(.., env->cpus)).
-        s.group_capacity += core.capacity_of(cpu);
+        // Every figure from one lookup of the held runqueues
+        // (`cpu_figures`: `capacity_of`, `cpu_load_avg` — the balancer's
+        // load is the blocked-inclusive one whatever RUNNABLE_LOAD says —,
+        // `cpu_util`, `cpu_runnable`, `nr_running`).
+        let f = core.cpu_figures(cpu, false);
+        s.group_capacity += f.capacity;
         s.group_weight += 1;
         if core.topo.cpus[cpu].thread == 0 {
             first_threads += 1;
@@ -139,10 +144,10 @@ pub fn update_sg_lb_stats(
         if excluded.contains(cpu) {
             continue;
         }
-        s.group_load += core.cpu_load_avg(cpu);
-        s.group_util += core.cpu_util(cpu);
-        s.group_runnable += core.cpu_runnable(cpu);
-        let nr = core.nr_running(cpu);
+        s.group_load += f.load;
+        s.group_util += f.util.min(f.capacity_orig);
+        s.group_runnable += f.runnable;
+        let nr = f.nr_running;
         s.sum_nr_running += nr;
         s.sum_h_nr_running += nr;
         overloaded |= nr > 1;

@@ -195,6 +195,65 @@ impl SchedCore<'_> {
     pub fn capacity_of(&self, cpu: CpuId) -> u64 {
         self.read(cpu, |r| r.cpu_capacity, |s| s.capacity.load(Relaxed))
     }
+
+    /// The figures a group scan sums for `cpu` (`update_sg_wakeup_stats`:
+    /// `cpu_load`, `util_avg` and `capacity_orig`, `cpu_runnable`,
+    /// `nr_running`, `capacity_of`), read with one lookup of the held
+    /// runqueues instead of one per figure: live if held, else from its
+    /// snapshot, each field as its own accessor reads it. `runnable_load`
+    /// is the RUNNABLE_LOAD switch (`cpu_load`'s choice).
+    #[inline]
+    pub(crate) fn cpu_figures(&self, cpu: CpuId, runnable_load: bool) -> CpuFigures<'_> {
+        match self.rqs.get(cpu) {
+            Some(r) => CpuFigures {
+                load: if runnable_load {
+                    r.cfs.avg.runnable_load_avg
+                } else {
+                    r.cfs.avg.load_avg
+                },
+                util: r.cfs.avg.util_avg,
+                capacity_orig: r.cpu_capacity_orig,
+                runnable: r.cfs.avg.runnable_avg,
+                capacity: r.cpu_capacity,
+                nr_running: r.nr_running(),
+                live: Some(r),
+            },
+            None => {
+                let s = &self.shared.snap[cpu];
+                CpuFigures {
+                    load: if runnable_load {
+                        s.runnable_load_avg.load(Relaxed)
+                    } else {
+                        s.load_avg.load(Relaxed)
+                    },
+                    util: s.util_avg.load(Relaxed),
+                    capacity_orig: s.capacity_orig.load(Relaxed),
+                    runnable: s.runnable_avg.load(Relaxed),
+                    capacity: s.capacity.load(Relaxed),
+                    nr_running: s.nr_running.load(Relaxed),
+                    live: None,
+                }
+            }
+        }
+    }
+}
+
+/// One CPU's figures for a group scan ([`SchedCore::cpu_figures`]).
+pub(crate) struct CpuFigures<'r> {
+    /// `cpu_load()`.
+    pub load: u64,
+    /// The cfs runqueue's `util_avg` (uncapped).
+    pub util: u64,
+    /// `capacity_orig_of()`.
+    pub capacity_orig: u64,
+    /// `cpu_runnable()`.
+    pub runnable: u64,
+    /// `capacity_of()`.
+    pub capacity: u64,
+    /// `nr_running`.
+    pub nr_running: u32,
+    /// The runqueue itself when it is held (its live fields), else None.
+    pub live: Option<&'r Rq>,
 }
 
 #[cfg(test)]
