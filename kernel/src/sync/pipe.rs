@@ -100,8 +100,12 @@ impl PipeWriter {
 
 impl PipeReader {
     /// Reads at least one byte (up to `out.len()`), blocking while empty;
-    /// returns 0 at end of file (writer closed and pipe drained).
+    /// returns 0 at end of file (writer closed and pipe drained), and at
+    /// once for an empty `out`, as Linux's `read(fd, buf, 0)` does.
     pub fn read(&self, out: &mut [u8]) -> usize {
+        if out.is_empty() {
+            return 0;
+        }
         let p = &self.0;
         loop {
             {
