@@ -33,8 +33,9 @@ fn check(argv: &[String]) {
         let _ = q.machine.node_memory_mib();
     }
     let _ = args.boot_config();
-    // A simulated machine of 65..=1024 CPUs builds a whole scheduler (slow in a
-    // debug build); smaller and refused ones are cheap.
+    // A simulated machine of 65..=1024 CPUs builds and validates a topology
+    // of that size (slow in a debug build); smaller and refused ones are
+    // cheap.
     let sim_cost = args.machine().map_or(0, |m| m.cpus());
     if args.backend == xtask::cli::Backend::Qemu || !(65..=1024).contains(&sim_cost) {
         let _ = xtask::preflight::check(&args);

@@ -258,9 +258,181 @@ pub(crate) struct CpuFigures<'r> {
 
 #[cfg(test)]
 mod tests {
+    use super::SchedCore;
+    use crate::CpuId;
+    use crate::balance::ExcludedCpus;
+    use crate::balance::stats::update_sg_lb_stats;
     use crate::config::PickPolicy;
-    use crate::task::TaskPolicy;
+    use crate::placement::idlest::update_sg_wakeup_stats;
+    use crate::task::{TaskId, TaskPolicy, Tasks as _};
     use crate::testutil::{sched, spec};
+    use topology::CpuMask;
+
+    /// The sums of `update_sg_wakeup_stats`, from the named accessors
+    /// (`cpu_load_without`, `cpu_util_without`, `cpu_runnable_without`,
+    /// `task_running_on_cpu`, `idle_cpu_without`, `capacity_of`): what the
+    /// scan read before it used `cpu_figures`.
+    fn wakeup_sums_by_accessor(c: &SchedCore, span: &CpuMask, p: TaskId) -> [u64; 7] {
+        let mut s = [0u64; 7];
+        for cpu in span.iter() {
+            let t = &c.tasks[p];
+            let local = t.cpu == cpu && t.se.avg.last_update_time != 0 && t.se.on_rq;
+            let nr = c.nr_running(cpu) - u32::from(local);
+            let idle = nr == 0
+                && match c.rqs.get(cpu) {
+                    Some(rq) => rq.curr.is_none_or(|x| x == p) && !c.shared.ttwu_pending(cpu),
+                    None => c.idle_cpu(cpu),
+                };
+            s[0] += c.cpu_load_without(cpu, p);
+            s[1] += c.cpu_util_without(cpu, p);
+            s[2] += c.cpu_runnable_without(cpu, p);
+            s[3] += u64::from(nr);
+            s[4] += u64::from(idle);
+            s[5] += c.capacity_of(cpu);
+            s[6] += 1;
+        }
+        s
+    }
+
+    /// The sums of `update_sg_lb_stats`, from `capacity_of`, `cpu_load_avg`,
+    /// `cpu_util`, `cpu_runnable`, `nr_running` and `idle_cpu`.
+    fn lb_sums_by_accessor(c: &SchedCore, span: &CpuMask, ex: &ExcludedCpus) -> [u64; 7] {
+        let mut s = [0u64; 7];
+        for cpu in span.iter() {
+            s[5] += c.capacity_of(cpu);
+            s[6] += 1;
+            if ex.contains(cpu) {
+                continue;
+            }
+            let nr = c.nr_running(cpu);
+            s[0] += c.cpu_load_avg(cpu);
+            s[1] += c.cpu_util(cpu);
+            s[2] += c.cpu_runnable(cpu);
+            s[3] += u64::from(nr);
+            s[4] += u64::from(nr == 0 && c.idle_cpu(cpu));
+        }
+        s
+    }
+
+    /// Every group of every domain of `cpu`, both scans against the
+    /// accessors, for each task queued on a held runqueue; returns how many
+    /// comparisons found a discount (the task's own CPU in the group).
+    fn check_group_scans(
+        c: &SchedCore,
+        cpu: CpuId,
+        other: CpuId,
+        sleeping: &[TaskId],
+        what: &str,
+    ) -> usize {
+        let mut own = 0;
+        let mut ex = ExcludedCpus::default();
+        ex.push(other);
+        // Queued tasks and blocked ones homed on a held runqueue (a blocked
+        // task's load still counts where it last ran; it is not queued).
+        let mut tasks: Vec<TaskId> = [cpu, other]
+            .iter()
+            .filter(|&&h| c.rqs.holds(h))
+            .flat_map(|&h| c.rq_tasks(h).collect::<Vec<_>>())
+            .collect();
+        tasks.extend(sleeping.iter().filter(|&&p| c.tasks.get(p).is_some()));
+        for (level, sd) in c.topo.sd(cpu).iter().enumerate() {
+            for (gi, g) in sd.groups.iter().enumerate() {
+                for &p in &tasks {
+                    let w = update_sg_wakeup_stats(c, sd.imbalance_pct, &g.span, p);
+                    let got = [
+                        w.group_load,
+                        w.group_util,
+                        w.group_runnable,
+                        u64::from(w.sum_nr_running),
+                        u64::from(w.idle_cpus),
+                        w.group_capacity,
+                        u64::from(w.group_weight),
+                    ];
+                    assert_eq!(
+                        got,
+                        wakeup_sums_by_accessor(c, &g.span, p),
+                        "{what}: wakeup scan, level {level} group {gi}, task {p:?}"
+                    );
+                    own += usize::from(g.span.contains(c.tasks[p].cpu));
+                }
+                for e in [ExcludedCpus::default(), ex] {
+                    let (l, _) = update_sg_lb_stats(c, sd.imbalance_pct, gi, &g.span, &e);
+                    let got = [
+                        l.group_load,
+                        l.group_util,
+                        l.group_runnable,
+                        u64::from(l.sum_nr_running),
+                        u64::from(l.idle_cpus),
+                        l.group_capacity,
+                        u64::from(l.group_weight),
+                    ];
+                    assert_eq!(
+                        got,
+                        lb_sums_by_accessor(c, &g.span, &e),
+                        "{what}: balance scan, level {level} group {gi}"
+                    );
+                }
+            }
+        }
+        own
+    }
+
+    /// The group scans that read each CPU's figures with one lookup
+    /// (`cpu_figures`) sum exactly what the named accessors read, with one
+    /// runqueue held and two, for tasks on and off the scanned CPUs, with
+    /// and without RUNNABLE_LOAD, while tasks fork, block, wake and move
+    /// about a 16-CPU machine.
+    #[test]
+    fn group_scans_sum_what_the_accessors_read() {
+        for features in ["", "RUNNABLE_LOAD"] {
+            let s = sched(&spec(2, 4, 2, 2), PickPolicy::Cfs, features);
+            let n = s.shared.nr_cpus();
+            let mut rng = 0x9E37_79B9_7F4A_7C15u64;
+            let mut next = move || {
+                rng ^= rng << 13;
+                rng ^= rng >> 7;
+                rng ^= rng << 17;
+                rng
+            };
+            let (mut live, mut sleeping, mut now, mut own) = (0, Vec::new(), 1_000u64, 0);
+            for step in 0..600 {
+                now += 1_000 + next() % 200_000;
+                let cpu = (next() % n as u64) as usize;
+                match next() % 5 {
+                    0 if live < 40 => {
+                        s.wake_up_new_task(None, cpu, 0, TaskPolicy::Normal, now);
+                        live += 1;
+                    }
+                    1 => {
+                        let mut c = s.shared.lock(cpu);
+                        if c.rqs[cpu].curr.is_some() {
+                            sleeping.push(s.block_locked(&mut c, cpu, now));
+                            let _ = s.schedule_locked(&mut c, cpu, now);
+                        }
+                    }
+                    2 if !sleeping.is_empty() => {
+                        let i = (next() % sleeping.len() as u64) as usize;
+                        s.wake_up(sleeping.swap_remove(i), cpu, next() % 2 == 0, now);
+                    }
+                    _ => {
+                        s.schedule(cpu, now);
+                        let _ = s.tick(cpu, now);
+                    }
+                }
+                let other = (cpu + 1 + (next() % (n as u64 - 1)) as usize) % n;
+                let mut c = s.shared.lock(cpu);
+                let what = format!("{features} step {step}, {cpu} held");
+                own += check_group_scans(&c, cpu, other, &sleeping, &what);
+                c.lock_also(other);
+                let what = format!("{features} step {step}, {cpu}+{other} held");
+                own += check_group_scans(&c, cpu, other, &sleeping, &what);
+            }
+            assert!(
+                own > 1_000,
+                "{features}: too few scans over a task's own CPU: {own}"
+            );
+        }
+    }
 
     /// `any_overloaded` answers what a scan of every CPU would, from any
     /// context (one runqueue held, two, all, none), while tasks fork, wake,
