@@ -96,18 +96,35 @@ impl SchedCore<'_> {
 
     /// `available_idle_cpu() || sched_idle_cpu()`: one lookup of the held
     /// runqueues for both tests (the LLC scans call this per CPU).
+    ///
+    /// Each field is loaded only when the answer needs it: a busy CPU, what
+    /// most of a scan finds, costs its `curr_idle` and `nr_running` (an idle
+    /// CPU has no task, so it cannot be sched-idle; a CPU with tasks is
+    /// not idle).
     #[inline]
     pub fn idle_ish(&self, cpu: CpuId) -> bool {
         let s = &self.shared.snap[cpu];
-        let pending = s.ttwu_pending.load(Relaxed);
         match self.rqs.get(cpu) {
-            Some(r) => (r.is_idle() && !pending) || r.is_sched_idle(),
-            None => {
-                (s.curr_idle.load(Relaxed) && s.nr_running.load(Relaxed) == 0 && !pending) || {
-                    let n = s.nr_running.load(Relaxed);
-                    n > 0 && n == s.nr_idle.load(Relaxed)
+            Some(r) => {
+                if r.is_idle() {
+                    !s.ttwu_pending.load(Relaxed)
+                } else {
+                    r.is_sched_idle()
                 }
             }
+            None => Self::snap_idle_ish(s),
+        }
+    }
+
+    /// [`Self::idle_ish`] of a CPU whose runqueue is not held, from its
+    /// snapshot `s`.
+    #[inline]
+    pub(crate) fn snap_idle_ish(s: &RqSnap) -> bool {
+        let n = s.nr_running.load(Relaxed);
+        if n == 0 {
+            s.curr_idle.load(Relaxed) && !s.ttwu_pending.load(Relaxed)
+        } else {
+            n == s.nr_idle.load(Relaxed)
         }
     }
 

@@ -36,6 +36,18 @@ impl RqSet<'_> {
     pub fn iter(&self) -> impl Iterator<Item = &Rq> {
         self.held.iter().map(|(_, g)| &**g)
     }
+
+    /// The CPUs of the held runqueues when there are at most two (an
+    /// absent one is `CpuId::MAX`), else None: a scan over many CPUs tests
+    /// each against these two instead of searching the held list.
+    #[inline]
+    pub(crate) fn few(&self) -> Option<[CpuId; 2]> {
+        if self.held.len() > 2 {
+            return None;
+        }
+        let cpu = |i| self.held.get(i).map_or(CpuId::MAX, |(c, _)| *c);
+        Some([cpu(0), cpu(1)])
+    }
 }
 
 impl core::ops::Index<CpuId> for RqSet<'_> {

@@ -116,8 +116,8 @@ pub fn select_idle_cpu_hint(
     let mut scanned = 0u64;
     let start = (target + 1) % topo.nr_cpus;
     let mut found = ScanResult::None;
-    for cpu in span.iter_wrap(start) {
-        if has_idle_core {
+    if has_idle_core {
+        for cpu in span.iter_wrap(start) {
             // Each core once, at its first CPU in scan order.
             if !topo.first_of_core_in_scan(span, cpu, start) {
                 continue;
@@ -139,13 +139,26 @@ pub fn select_idle_cpu_hint(
                 found = ScanResult::IdleCore(c);
                 break;
             }
-        } else {
+        }
+    } else {
+        // The plain scan, its own loop (the test of `has_idle_core` out of
+        // it): at most `nr - 1` CPUs, each one `idle_ish` test; a CPU that
+        // is not one of the (at most two) held runqueues is read from its
+        // snapshot without a search of the held list.
+        let few = core.rqs.few();
+        for cpu in span.iter_wrap(start) {
             nr -= 1;
             if nr <= 0 {
                 break;
             }
             scanned += 1;
-            if core.idle_ish(cpu) {
+            let idle = match few {
+                Some([a, b]) if cpu != a && cpu != b => {
+                    SchedCore::snap_idle_ish(core.shared.snap(cpu))
+                }
+                _ => core.idle_ish(cpu),
+            };
+            if idle {
                 found = ScanResult::IdleCpu(cpu);
                 break;
             }
