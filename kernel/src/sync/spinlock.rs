@@ -7,9 +7,10 @@
 //! ticket lock collapsed under multi-threaded TCG, where each hand-off waited
 //! for the next waiter's descheduled vCPU (docs/kernel.md).
 //!
-//! A caller that already holds an [`IrqsOff`] token (the scheduler's paths)
-//! takes the lock with [`IrqSpinLock::lock_irqs_off`]: interrupts are off
-//! and stay off, so there is no flag to save or restore.
+//! A caller that already holds an [`IrqsOff`] token may take the lock with
+//! [`IrqSpinLock::lock_irqs_off`] (the scheduler's wake and switch paths
+//! do): interrupts are off and stay off, so there is no flag to save or
+//! restore.
 
 use core::ops::{Deref, DerefMut};
 

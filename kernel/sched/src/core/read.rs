@@ -98,9 +98,8 @@ impl SchedCore<'_> {
     /// runqueues for both tests (the LLC scans call this per CPU).
     ///
     /// Each field is loaded only when the answer needs it: a busy CPU, what
-    /// most of a scan finds, costs its `curr_idle` and `nr_running` (an idle
-    /// CPU has no task, so it cannot be sched-idle; a CPU with tasks is
-    /// not idle).
+    /// most of a scan finds, costs its `nr_running` and `nr_idle` (a CPU
+    /// with no task cannot be sched-idle; a CPU with tasks is not idle).
     #[inline]
     pub fn idle_ish(&self, cpu: CpuId) -> bool {
         let s = &self.shared.snap[cpu];
@@ -213,12 +212,14 @@ impl SchedCore<'_> {
         self.read(cpu, |r| r.cpu_capacity, |s| s.capacity.load(Relaxed))
     }
 
-    /// The figures a group scan sums for `cpu` (`update_sg_wakeup_stats`:
-    /// `cpu_load`, `util_avg` and `capacity_orig`, `cpu_runnable`,
-    /// `nr_running`, `capacity_of`), read with one lookup of the held
-    /// runqueues instead of one per figure: live if held, else from its
-    /// snapshot, each field as its own accessor reads it. `runnable_load`
-    /// is the RUNNABLE_LOAD switch (`cpu_load`'s choice).
+    /// The figures a group scan sums for `cpu` (`update_sg_wakeup_stats`
+    /// and `update_sg_lb_stats`: `cpu_load`, `util_avg` and
+    /// `capacity_orig`, `cpu_runnable`, `nr_running`, `capacity_of`), read
+    /// with one lookup of the held runqueues instead of one per figure: live
+    /// if held, else from its snapshot, each field as its own accessor reads
+    /// it (`util` uncapped: callers apply `min(capacity_orig)`, as
+    /// `cpu_util` does). `runnable_load` is the RUNNABLE_LOAD switch
+    /// (`cpu_load`'s choice; the balancer passes false, `cpu_load_avg`).
     #[inline]
     pub(crate) fn cpu_figures(&self, cpu: CpuId, runnable_load: bool) -> CpuFigures<'_> {
         match self.rqs.get(cpu) {
