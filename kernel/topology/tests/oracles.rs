@@ -184,7 +184,12 @@ fn madt_decoder_agrees_with_the_acpi_crate() {
     inputs.extend(
         synthetic_madts()
             .into_iter()
-            .map(|(n, t, f)| (n.to_string(), t, f)),
+            .map(|(n, t, f)| (n.to_string(), t, f))
+            // The crate's known failures are overflow panics, which only a
+            // build with overflow checks (debug) has: without them the
+            // subtraction wraps and its entry walk runs on, allocating
+            // without bound (a release `cargo test` died at 12 GB).
+            .filter(|(_, _, f)| cfg!(debug_assertions) || !f),
     );
     let (mut agreed, mut failed, mut expected_failures) = (0, Vec::new(), Vec::new());
     for (name, table, known_failure) in &inputs {
@@ -472,7 +477,13 @@ fn synthetic_cpus() -> Vec<(String, CpuidLeaves, bool)> {
         0,
         [e[0], (e[1] & !0xff00) | 0xff00, e[2], e[3]],
     );
-    out.push(("amd-0x8000001e-255-threads-field".into(), wide, true));
+    // Only with overflow checks (debug builds): without them the sum wraps
+    // to 0 and the crate goes on to allocate without bound (a release
+    // `cargo test` was OOM-killed at 23 GB), so there is no failure to
+    // compare, only a machine to take down.
+    if cfg!(debug_assertions) {
+        out.push(("amd-0x8000001e-255-threads-field".into(), wide, true));
+    }
     out
 }
 
@@ -511,10 +522,12 @@ fn cpuid_decoder_agrees_with_raw_cpuid() {
         cause("leaf-1f-diegrp-level").contains("unreachable"),
         "{failed:?}"
     );
-    assert!(
-        cause("amd-0x8000001e-255-threads-field").contains("add with overflow"),
-        "{failed:?}"
-    );
+    if cfg!(debug_assertions) {
+        assert!(
+            cause("amd-0x8000001e-255-threads-field").contains("add with overflow"),
+            "{failed:?}"
+        );
+    }
     assert_eq!(agreed, inputs.len() - expected_failures.len());
     // Every captured fixture went through both decoders.
     assert!(agreed >= QEMU.len() + EPYC.len());
