@@ -332,6 +332,14 @@ mod tests {
         s
     }
 
+    /// A scan's sums in the order of the `*_sums_by_accessor` arrays:
+    /// load, util, runnable, nr_running, idle CPUs, capacity, weight.
+    fn sums(avgs: [u64; 3], counts: [u32; 3], capacity: u64) -> [u64; 7] {
+        let [load, util, runnable] = avgs;
+        let [nr, idle, weight] = counts.map(u64::from);
+        [load, util, runnable, nr, idle, capacity, weight]
+    }
+
     /// Every group of every domain of `cpu`, both scans against the
     /// accessors, for each task queued on a held runqueue; returns how many
     /// comparisons found a discount (the task's own CPU in the group).
@@ -357,17 +365,12 @@ mod tests {
             for (gi, g) in sd.groups.iter().enumerate() {
                 for &p in &tasks {
                     let w = update_sg_wakeup_stats(c, sd.imbalance_pct, &g.span, p);
-                    let got = [
-                        w.group_load,
-                        w.group_util,
-                        w.group_runnable,
-                        u64::from(w.sum_nr_running),
-                        u64::from(w.idle_cpus),
-                        w.group_capacity,
-                        u64::from(w.group_weight),
-                    ];
                     assert_eq!(
-                        got,
+                        sums(
+                            [w.group_load, w.group_util, w.group_runnable],
+                            [w.sum_nr_running, w.idle_cpus, w.group_weight],
+                            w.group_capacity,
+                        ),
                         wakeup_sums_by_accessor(c, &g.span, p),
                         "{what}: wakeup scan, level {level} group {gi}, task {p:?}"
                     );
@@ -375,17 +378,12 @@ mod tests {
                 }
                 for e in [ExcludedCpus::default(), ex] {
                     let (l, _) = update_sg_lb_stats(c, sd.imbalance_pct, gi, &g.span, &e);
-                    let got = [
-                        l.group_load,
-                        l.group_util,
-                        l.group_runnable,
-                        u64::from(l.sum_nr_running),
-                        u64::from(l.idle_cpus),
-                        l.group_capacity,
-                        u64::from(l.group_weight),
-                    ];
                     assert_eq!(
-                        got,
+                        sums(
+                            [l.group_load, l.group_util, l.group_runnable],
+                            [l.sum_nr_running, l.idle_cpus, l.group_weight],
+                            l.group_capacity,
+                        ),
                         lb_sums_by_accessor(c, &g.span, &e),
                         "{what}: balance scan, level {level} group {gi}"
                     );
