@@ -208,22 +208,22 @@ impl Topology {
     fn validate_sets(&self) -> Result<(), TopologyError> {
         let mut core_first: BTreeMap<u32, CpuId> = BTreeMap::new();
         let mut llc_first: BTreeMap<u32, CpuId> = BTreeMap::new();
-        // First CPU of a set -> its lowest member that differs from it.
-        let mut smt_split: BTreeMap<CpuId, CpuId> = BTreeMap::new();
-        let mut llc_split: BTreeMap<CpuId, CpuId> = BTreeMap::new();
+        // The split set with the lowest first CPU, and its lowest differing
+        // member: CPUs come in order, so a set's first split found is that
+        // member, and only a set with a lower first CPU replaces it.
+        let mut smt: Option<(CpuId, CpuId)> = None;
+        let mut llc: Option<(CpuId, CpuId)> = None;
         let key = |c: &CpuTopo| (c.package, c.llc, c.node, c.die);
         for c in &self.cpus {
             let f = *core_first.entry(c.core).or_insert(c.cpu);
-            if key(&self.cpus[f]) != key(c) {
-                smt_split.entry(f).or_insert(c.cpu);
+            if key(&self.cpus[f]) != key(c) && smt.is_none_or(|(sf, _)| f < sf) {
+                smt = Some((f, c.cpu));
             }
             let g = *llc_first.entry(c.llc).or_insert(c.cpu);
-            if self.cpus[g].node != c.node {
-                llc_split.entry(g).or_insert(c.cpu);
+            if self.cpus[g].node != c.node && llc.is_none_or(|(lf, _)| g < lf) {
+                llc = Some((g, c.cpu));
             }
         }
-        let smt = smt_split.iter().next().map(|(&c, &o)| (c, o));
-        let llc = llc_split.iter().next().map(|(&c, &o)| (c, o));
         match (smt, llc) {
             (Some((cpu, sibling)), l) if l.is_none_or(|(lc, _)| cpu <= lc) => {
                 Err(TopologyError::SmtSiblingsSplit { cpu, sibling })

@@ -78,23 +78,15 @@ pub fn update_sg_wakeup_stats(
         // One lookup per CPU for every figure (`cpu_figures`).
         let f = core.cpu_figures(cpu, runnable_load);
         let own = cpu == p_cpu;
-        let discount = own && attached;
-        s.group_load += if discount {
-            f.load.saturating_sub(p_load)
+        // What p takes away here: its figures on its own CPU, else nothing.
+        let (dl, du, dr) = if own && attached {
+            (p_load, p_util, p_runnable)
         } else {
-            f.load
+            (0, 0, 0)
         };
-        let util = if discount {
-            f.util.saturating_sub(p_util)
-        } else {
-            f.util
-        };
-        s.group_util += util.min(f.capacity_orig);
-        s.group_runnable += if discount {
-            f.runnable.saturating_sub(p_runnable)
-        } else {
-            f.runnable
-        };
+        s.group_load += f.load.saturating_sub(dl);
+        s.group_util += f.util.saturating_sub(du).min(f.capacity_orig);
+        s.group_runnable += f.runnable.saturating_sub(dr);
         let nr = f.nr_running - u32::from(own && queued);
         s.sum_nr_running += nr;
         // `idle_cpu_without(cpu, p)`, from the same lookup.
