@@ -2,8 +2,10 @@
 //!
 //! Mainline: `has_idle_cores` is set at idle entry when the whole core is
 //! idle (`update_idle_core`) and cleared by a failed LLC scan;
-//! `nr_busy_cpus` changes only at the tick (`nohz_balance_enter_idle` /
-//! `nohz_balance_exit_idle`: CPUs idle through a tick count as idle).
+//! `nr_busy_cpus` changes only in `nohz_balance_enter_idle` (a CPU stops
+//! its tick in idle) and `nohz_balance_exit_idle` (its first busy tick):
+//! with NOHZ_IDLE at those points (`crate::balance::nohz`), without it at
+//! the tick (CPUs idle through a tick count as idle).
 //!
 //! Seed 001, Srikar Dronamraju's "sched/fair: wake_affine improvements" v3
 //! (13 May 2021), one switch per patch (docs/policies.md):
@@ -130,24 +132,41 @@ pub fn idle_exit(core: &mut SchedCore, cpu: CpuId) {
     }
 }
 
-/// Tick-time accounting: `nohz_balance_enter_idle` / `nohz_balance_exit_idle`
-/// via `set_cpu_sd_state_idle` / `set_cpu_sd_state_busy` (a CPU idle at a
-/// tick stands for a CPU that stopped its tick).
-///
-/// Mainline: idle decrements `nr_busy_cpus`, busy again increments it.
-/// 6/8: set_cpu_sd_state_idle only marks `nohz_idle`; set_cpu_sd_state_busy
-/// increments (bounded by the LLC size) only if `is_idle`, and clears it.
+/// Tick-time accounting without NOHZ_IDLE: a CPU idle at a tick stands for
+/// a CPU that stopped its tick (`set_cpu_sd_state_idle`), a busy one for
+/// its first busy tick after that (`set_cpu_sd_state_busy`). With
+/// NOHZ_IDLE the same two calls come from `nohz_balance_enter_idle` and
+/// `nohz_balance_exit_idle` (`crate::balance::nohz`).
 pub fn tick_accounting(core: &mut SchedCore, cpu: CpuId) {
-    let acct_at_idle = core.cfg.features.has(Feat::IdleBusyAcct);
+    if core.idle_cpu(cpu) {
+        set_cpu_sd_state_idle(core, cpu);
+    } else {
+        set_cpu_sd_state_busy(core, cpu);
+    }
+}
+
+/// `set_cpu_sd_state_idle()`: this CPU's LLC counts it idle
+/// (`sd_llc->nohz_idle`). Mainline decrements `nr_busy_cpus`; 6/8 only
+/// marks `nohz_idle`.
+pub fn set_cpu_sd_state_idle(core: &mut SchedCore, cpu: CpuId) {
     let id = core.topo.llc_id[cpu];
-    let idle = core.idle_cpu(cpu);
     let rq = &mut core.rqs[cpu];
-    if idle && !rq.nohz_idle {
+    if !rq.nohz_idle {
         rq.nohz_idle = true;
-        if !acct_at_idle {
+        if !core.cfg.features.has(Feat::IdleBusyAcct) {
             core.llc[id].dec_busy();
         }
-    } else if !idle && rq.nohz_idle {
+    }
+}
+
+/// `set_cpu_sd_state_busy()`: the LLC counts this CPU busy again. Mainline
+/// increments `nr_busy_cpus`; 6/8 increments (bounded by the LLC size)
+/// only if `is_idle`, and clears it.
+pub fn set_cpu_sd_state_busy(core: &mut SchedCore, cpu: CpuId) {
+    let acct_at_idle = core.cfg.features.has(Feat::IdleBusyAcct);
+    let id = core.topo.llc_id[cpu];
+    let rq = &mut core.rqs[cpu];
+    if rq.nohz_idle {
         rq.nohz_idle = false;
         if !acct_at_idle {
             core.llc[id].inc_busy();

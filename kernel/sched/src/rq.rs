@@ -59,6 +59,14 @@ pub struct Rq {
     pub sd: Vec<SdState>,
     /// Mainline nr_busy_cpus state (`sd_llc->nohz_idle`): counted as idle.
     pub nohz_idle: bool,
+    /// NOHZ_IDLE: the tick is stopped in idle (`rq->nohz_tick_stopped`;
+    /// this CPU is in `nohz.idle_cpus_mask`).
+    pub nohz_tick_stopped: bool,
+    /// NOHZ_IDLE: blocked load may still need decaying (`has_blocked_load`).
+    pub has_blocked_load: bool,
+    /// NOHZ_IDLE: the jiffy of the last blocked-load update
+    /// (`last_blocked_load_update_tick`).
+    pub last_blocked_load_update_tick: u64,
     /// Srikar v3 6/8's per-CPU `is_idle` (IDLE_BUSY_ACCT): this CPU is
     /// counted idle in `nr_busy_cpus`. 1 when the domains are built.
     pub acct_idle: bool,
@@ -113,6 +121,9 @@ impl Rq {
                 })
                 .collect(),
             nohz_idle: false,
+            nohz_tick_stopped: false,
+            has_blocked_load: false,
+            last_blocked_load_update_tick: 0,
             acct_idle: true,
             lru_scratch: Vec::with_capacity(64),
             migr_spares: (0..MIGR_SPARES)

@@ -8,7 +8,11 @@
 //!   current step (a stale generation means it was preempted or re-rated);
 //! - `Resched(cpu)`: a reschedule IPI arrives (after the IPI latency by
 //!   distance, plus idle exit when the target was idle);
-//! - `Timer(task)`: a sleep expires.
+//! - `Timer(task)`: a sleep expires;
+//! - `NohzKick(cpu)`: an idle-load-balancer kick IPI arrives (NOHZ_IDLE).
+//!
+//! With NOHZ_IDLE an idle CPU stops its tick (`Scheduler::nohz_idle_enter`)
+//! and a task that starts on it restarts the tick on the tick grid.
 //!
 //! A running task alternates CPU work (`left`, in ns at full speed,
 //! progressing at the CPU's rate: lower while its SMT sibling also runs) and
@@ -41,6 +45,7 @@ pub(crate) enum Ev {
     SegEnd(usize, u64),
     Resched(usize),
     Timer(TaskId),
+    NohzKick(usize),
 }
 
 /// What a task does when its current CPU work is done.
@@ -91,6 +96,10 @@ pub(crate) struct Cpu {
     pub touched: u64,
     pub ipi_pending: bool,
     pub local_resched: bool,
+    /// NOHZ_IDLE: the tick is stopped (idle).
+    pub tick_stopped: bool,
+    /// A `Tick` event for this CPU is queued.
+    pub tick_queued: bool,
     /// Loaded address space and live ASIDs.
     pub mm: CpuMm,
 }
@@ -165,6 +174,7 @@ impl Engine {
             cpus: vec![
                 Cpu {
                     rate: 1000,
+                    tick_queued: true,
                     ..Cpu::default()
                 };
                 n
@@ -198,7 +208,7 @@ impl Engine {
     }
 
     pub(crate) fn push(&mut self, t: u64, e: Ev) {
-        if matches!(e, Ev::Timer(_) | Ev::Resched(_)) {
+        if matches!(e, Ev::Timer(_) | Ev::Resched(_) | Ev::NohzKick(_)) {
             self.pending_wakes += 1;
         }
         self.events.push(t, e);
@@ -283,6 +293,10 @@ impl Engine {
                     self.reschedule(cpu);
                 }
             }
+            Ev::NohzKick(cpu) => {
+                self.pending_wakes -= 1;
+                self.nohz_kick(cpu);
+            }
             Ev::Timer(p) => {
                 self.pending_wakes -= 1;
                 if let Some((TaskState::Sleeping, cpu)) = self.task_state(p) {
@@ -317,8 +331,80 @@ impl Engine {
     // Off the hot path (a few % of events): kept out of `step`'s body.
     #[inline(never)]
     fn tick(&mut self, cpu: usize) {
+        self.cpus[cpu].tick_queued = false;
+        if self.cpus[cpu].tick_stopped {
+            // Stopped since this tick was programmed: it does not fire.
+            return;
+        }
         self.account(cpu);
         let r = self.sched.tick(cpu, self.now);
+        self.trace_migrations(cpu, &r.migrations);
+        if let Some(ilb) = r.nohz_kick {
+            self.send_kick(cpu, ilb);
+        }
+        let mut local = r.need_resched;
+        for &c in &r.resched {
+            if c == cpu {
+                local = true;
+            } else {
+                self.send_resched(cpu, c);
+            }
+        }
+        if local || self.cpus[cpu].local_resched {
+            self.reschedule(cpu);
+        }
+        // Back in the idle loop after the interrupt: the tick may stop.
+        if self.cpus[cpu].curr.is_none() {
+            self.idle_loop(cpu);
+        }
+        if !self.cpus[cpu].tick_stopped {
+            let t = self.now + self.tick_ns;
+            self.push(t, Ev::Tick(cpu));
+            self.cpus[cpu].tick_queued = true;
+        }
+    }
+
+    /// NOHZ_IDLE: `cpu` is idle with its tick running; its idle loop stops
+    /// the tick if the core says so.
+    fn idle_loop(&mut self, cpu: usize) {
+        if !self.cpus[cpu].tick_stopped && self.sched.nohz_idle_enter(cpu, self.now) {
+            self.cpus[cpu].tick_stopped = true;
+        }
+    }
+
+    /// NOHZ_IDLE: a task starts on `cpu` whose tick is stopped
+    /// (`tick_nohz_idle_exit`): the tick restarts at the next tick-grid
+    /// point, unless its event is still queued.
+    fn restart_tick(&mut self, cpu: usize) {
+        self.cpus[cpu].tick_stopped = false;
+        if !self.cpus[cpu].tick_queued {
+            let t = (self.now / self.tick_ns + 1) * self.tick_ns;
+            self.push(t, Ev::Tick(cpu));
+            self.cpus[cpu].tick_queued = true;
+        }
+    }
+
+    /// The idle-load-balancer kick from `from` to `to` (a call-function
+    /// IPI to an idle CPU: the IPI latency by distance plus its idle exit).
+    #[inline(never)]
+    fn send_kick(&mut self, from: usize, to: usize) {
+        let g = self.geometry();
+        let mut lat = self
+            .prof
+            .ipi_ns(g.topo.distance(from, to), g.slit(from, to));
+        if self.cpus[to].curr.is_none() {
+            lat += self.prof.wakeup.idle_exit_ns;
+        }
+        let lat = self.cost(lat).max(1);
+        self.push(self.now + lat, Ev::NohzKick(to));
+    }
+
+    /// The kick arrived: `cpu` balances for the tickless CPUs if it is
+    /// still idle, then reschedules if it pulled work.
+    #[inline(never)]
+    fn nohz_kick(&mut self, cpu: usize) {
+        self.account(cpu);
+        let r = self.sched.nohz_kick(cpu, self.now);
         self.trace_migrations(cpu, &r.migrations);
         let mut local = r.need_resched;
         for &c in &r.resched {
@@ -331,8 +417,9 @@ impl Engine {
         if local || self.cpus[cpu].local_resched {
             self.reschedule(cpu);
         }
-        let t = self.now + self.tick_ns;
-        self.push(t, Ev::Tick(cpu));
+        if self.cpus[cpu].curr.is_none() {
+            self.idle_loop(cpu);
+        }
     }
 
     /// Progress of the running task since its segment started.
@@ -534,6 +621,11 @@ impl Engine {
             self.rerate_siblings(cpu);
         }
         self.start_segment(cpu);
+        if next.is_none() {
+            self.idle_loop(cpu);
+        } else if self.cpus[cpu].tick_stopped {
+            self.restart_tick(cpu);
+        }
     }
 
     /// SMT: a CPU started or stopped running; its siblings' speed changes.

@@ -393,3 +393,40 @@ fn more_threads_than_the_core_holds_fail_before_any_starts() {
         "no run started"
     );
 }
+
+#[test]
+fn tickless_idle_cpus_stop_ticking_and_are_balanced_for() {
+    // 2 threads on 4 CPUs for 20 ms: two CPUs idle nearly all the time.
+    let args = "threads:2,phases:40,work:250000,working_set_kib:0";
+    let ticking = run(&config(machine(1, 4, 1), "nas", args));
+    let tickless = run(&schedsim::Config {
+        features: "NOHZ_IDLE".into(),
+        ..config(machine(1, 4, 1), "nas", args)
+    });
+    let (a, b) = (record(&ticking, "nas"), record(&tickless, "nas"));
+    let (ta, tb) = (
+        u(&a["sched"]["rq"], "nr_ticks"),
+        u(&b["sched"]["rq"], "nr_ticks"),
+    );
+    // Ticking, every CPU ticks every 4 ms (HZ=250); tickless, the idle
+    // CPUs stop.
+    let periods = u(&a, "time_ns") / 4_000_000;
+    assert!(
+        ta >= 4 * periods,
+        "{ta} ticks in {periods} periods on 4 CPUs"
+    );
+    assert!(tb < ta * 3 / 4, "tickless {tb} ticks, ticking {ta}");
+    assert!(
+        a["sched"].get("nohz").is_none(),
+        "no nohz counters without the switch"
+    );
+    let n = &b["sched"]["nohz"];
+    assert!(u(n, "tick_stops") >= 2, "{n}");
+    let cfg = record(&tickless, "sched_config");
+    assert!(
+        cfg["features"]
+            .as_str()
+            .is_some_and(|f| f.split(',').any(|x| x == "NOHZ_IDLE")),
+        "{cfg}"
+    );
+}

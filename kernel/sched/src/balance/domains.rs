@@ -74,6 +74,14 @@ pub fn rebalance_domains(core: &mut SchedCore, cpu: CpuId, now: u64) -> Migratio
         }
     }
     core.rqs[cpu].next_balance = next_balance;
+    // The idle load balancer balancing for itself (or an idle CPU whose
+    // tick still runs) brings `nohz.next_balance` forward.
+    if idle == CpuIdleType::Idle && core.cfg.features.has(crate::features::Feat::NohzIdle) {
+        let j = super::nohz::ns_to_jiffies_up(core, next_balance);
+        if core.shared.nohz.next_balance() > j {
+            core.shared.nohz.set_next_balance(j);
+        }
+    }
     moved
 }
 
@@ -102,6 +110,9 @@ pub fn newidle_balance(core: &mut SchedCore, cpu: CpuId, now: u64) -> Migrations
     let nr_levels = core.topo.sd(cpu).len();
     if !overloaded || nr_levels == 0 || avg_idle < core.rqs[cpu].sd[0].max_newidle_lb_cost {
         core.stats.lb.newidle_skipped += 1;
+        if core.cfg.features.has(crate::features::Feat::NohzIdle) {
+            super::nohz::nohz_newidle_balance(core, cpu, now);
+        }
         return moved;
     }
     update_rq_load_avg(&mut core.rqs[cpu].cfs, now);
@@ -127,6 +138,8 @@ pub fn newidle_balance(core: &mut SchedCore, cpu: CpuId, now: u64) -> Migrations
     if !moved.is_empty() {
         rq.idle_stamp = 0;
         core.stats.lb.newidle_pulled += 1;
+    } else if core.cfg.features.has(crate::features::Feat::NohzIdle) {
+        super::nohz::nohz_newidle_balance(core, cpu, now);
     }
     moved
 }

@@ -160,6 +160,8 @@ pub struct Shared {
     overload_shard: Vec<u8>,
     /// Per-LLC shared state, indexed by `sd_llc_id`.
     pub llc: Vec<LlcShared>,
+    /// NOHZ idle-balancing state (NOHZ_IDLE).
+    pub nohz: crate::balance::nohz::Nohz,
     /// Where every task id lives: `task_cpu(p)` in the high half (`NO_CPU`
     /// for a free id, `IN_TRANSIT` while woken), its slot in that
     /// runqueue's arena in the low half (meaningful under that lock).
@@ -227,6 +229,7 @@ impl Shared {
                 .collect(),
             overload_shard,
             llc: (0..n).map(|c| LlcShared::new(topo.llc_size[c])).collect(),
+            nohz: crate::balance::nohz::Nohz::new(n),
             task_loc: (0..cfg.max_tasks)
                 .map(|_| AtomicU64::new(loc(NO_CPU, 0)))
                 .collect(),

@@ -101,6 +101,9 @@ pub enum Feat {
     ImbPct117,
     /// Active balancing as in 5.13+ (migrate_task gate, interval, no failure reset, early ALL_PINNED).
     ImbalancedActiveBalance,
+    /// NO_HZ_IDLE: idle CPUs stop their tick; the idle load balancer
+    /// balances for them.
+    NohzIdle,
 }
 
 /// All switches, in display order.
@@ -314,6 +317,12 @@ pub const FEATURES: &[FeatureDesc] = &[
         name: "IMBALANCED_ACTIVE_BALANCE",
         default: false,
         doc: "load balancing as Linux v5.13+ and 6.x do it around active balancing: repeated failures kick the stopper only for a migrate_task imbalance (imbalanced_active_balance, e9b9734b7465 'sched/fair: Reduce cases for active balance', v5.12), which also resets the interval while the rule holds instead of backing off after a kick; no nr_balance_failed = cache_nice_tries + 1 after a kick, the stopper skipping the hotness test instead (LBF_ACTIVE_LB, 91771246031b, v5.13); LBF_ALL_PINNED set as soon as a busiest queue is found and no longer forced when the running task may not move (8a41dfcda7a3, v5.12). Off: 5.10",
+    },
+    FeatureDesc {
+        feat: Feat::NohzIdle,
+        name: "NOHZ_IDLE",
+        default: false,
+        doc: "CONFIG_NO_HZ_IDLE as Linux 6.x runs it on a machine without a cpuidle driver (HLT idle): a CPU stops its tick when it enters idle (nohz_balance_enter_idle: counted idle in nr_busy_cpus from then, blocked load no longer decayed by its own tick) until its first busy tick (nohz_balance_exit_idle); a busy CPU's tick kicks an idle load balancer (nohz_balancer_kick: >= 2 tasks here, or more than one busy CPU in the LLC, or stale blocked load) by IPI, and that CPU balances and updates blocked load on behalf of every tickless idle CPU (_nohz_idle_balance). Off: every CPU ticks, and a CPU idle at a tick counts as tickless",
     },
 ];
 

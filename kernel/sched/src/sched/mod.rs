@@ -9,6 +9,9 @@
 //! `sched_balance_trigger()`, `deactivate_task()` and `do_exit()`.
 
 mod lifecycle;
+mod nohz;
+#[cfg(test)]
+mod nohz_tests;
 #[cfg(test)]
 mod ttwu_tests;
 
@@ -57,6 +60,9 @@ pub struct TickResult {
     pub migrations: Migrations,
     /// CPUs that must reschedule (may include this one).
     pub resched: CpuList,
+    /// NOHZ_IDLE: send this CPU the idle-load-balancer kick IPI (it then
+    /// calls [`Scheduler::nohz_kick`]).
+    pub nohz_kick: Option<CpuId>,
 }
 
 /// The scheduler: the shared state plus a policy. Every entry point takes
@@ -323,7 +329,15 @@ impl<P: SchedPolicy> Scheduler<P> {
             core.stats.rq.tick_preempt += 1;
             core.resched_curr(cpu);
         }
-        idle::tick_accounting(&mut core, cpu);
+        // `sched_balance_trigger`: the kick decision (whose
+        // `nohz_balance_exit_idle` counts a CPU busy again at its first busy
+        // tick), then the softirq's own balance if due.
+        let mut nohz_kick = None;
+        if !self.nohz_idle() {
+            idle::tick_accounting(&mut core, cpu);
+        } else if !core.idle_cpu(cpu) {
+            nohz_kick = crate::balance::nohz::nohz_balancer_kick(&mut core, cpu, now);
+        }
         let mut migrations = Migrations::new();
         if now >= core.rqs[cpu].next_balance {
             migrations = self.policy.balance(&mut core, cpu, now);
@@ -332,6 +346,7 @@ impl<P: SchedPolicy> Scheduler<P> {
             need_resched: core.rqs[cpu].need_resched,
             migrations,
             resched: core.take_resched(),
+            nohz_kick,
         }
     }
 }

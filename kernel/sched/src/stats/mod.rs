@@ -285,6 +285,30 @@ counters!(
 );
 
 counters!(
+    /// NOHZ idle balancing (NOHZ_IDLE; all 0 without it).
+    NohzStats {
+        /// Ticks stopped at idle entry (`nohz_balance_enter_idle` adding
+        /// the CPU to `nohz.idle_cpus_mask`).
+        tick_stops,
+        /// Idle-load-balancer kicks sent (`kick_ilb` that IPIs a CPU).
+        kicks,
+        /// ... of them with NOHZ_BALANCE_KICK (the others update stats only).
+        balance_kicks,
+        /// Kicks run by their idle load balancer (`_nohz_idle_balance`).
+        ilb_runs,
+        /// ... stopped early because the balancer got work (`need_resched`).
+        ilb_aborted,
+        /// `sched_balance_domains` run for a tickless CPU (itself included).
+        ilb_balances,
+        /// Blocked-load updates of tickless CPUs (`update_nohz_stats`).
+        stats_updates,
+        /// Newly idle CPUs that updated the blocked loads themselves
+        /// before halting (`nohz_run_idle_balance`).
+        newilb_runs,
+    }
+);
+
+counters!(
     /// Runqueue-level events.
     RqStats {
         /// Context switches (next != prev).
@@ -321,6 +345,8 @@ pub struct SchedStats {
     pub lb_by_domain: Vec<(&'static str, LbStats)>,
     /// Runqueue events.
     pub rq: RqStats,
+    /// NOHZ idle balancing (written only when something happened).
+    pub nohz: NohzStats,
     /// Migrations by reason and distance.
     pub migrations: MigrationStats,
     /// Runqueue wait time (ns from enqueue/put-back to pick).
@@ -345,6 +371,7 @@ impl SchedStats {
             // few NUMA levels), so the balancer never allocates here.
             lb_by_domain: Vec::with_capacity(MAX_DOMAIN_LEVELS),
             rq: RqStats::default(),
+            nohz: NohzStats::default(),
             migrations: MigrationStats::default(),
             wait_ns: Log2Histogram::default(),
             scan_len: Log2Histogram::default(),
@@ -381,6 +408,7 @@ impl SchedStats {
             *d.lb_domain(name) = lb.since(&b);
         }
         d.rq = self.rq.since(&before.rq);
+        d.nohz = self.nohz.since(&before.nohz);
         for (r, row) in d.migrations.counts.iter_mut().enumerate() {
             for (c, x) in row.iter_mut().enumerate() {
                 *x = self.migrations.counts[r][c].saturating_sub(before.migrations.counts[r][c]);
@@ -404,6 +432,7 @@ impl SchedStats {
             self.lb_domain(name).accumulate(lb);
         }
         self.rq.accumulate(&o.rq);
+        self.nohz.accumulate(&o.nohz);
         for (row, orow) in self.migrations.counts.iter_mut().zip(&o.migrations.counts) {
             for (x, y) in row.iter_mut().zip(orow) {
                 *x += y;
@@ -434,6 +463,12 @@ impl SchedStats {
         }
         w.write_str("},\"rq\":")?;
         self.rq.write_json(w)?;
+        // Only runs with NOHZ_IDLE have any: records of other runs keep
+        // their shape.
+        if self.nohz != NohzStats::default() {
+            w.write_str(",\"nohz\":")?;
+            self.nohz.write_json(w)?;
+        }
         w.write_str(",\"migrations\":")?;
         self.migrations.write_json(w)?;
         w.write_str(",\"wait_ns\":")?;
