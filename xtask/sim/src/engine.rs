@@ -364,8 +364,8 @@ impl Engine {
         }
     }
 
-    /// NOHZ_IDLE: `cpu` is idle with its tick running; its idle loop stops
-    /// the tick if the core says so.
+    /// NOHZ_IDLE: `cpu` stays idle after an interrupt with its tick running;
+    /// its idle loop stops the tick if the core says so.
     fn idle_loop(&mut self, cpu: usize) {
         if !self.cpus[cpu].tick_stopped && self.sched.nohz_idle_enter(cpu, self.now) {
             self.cpus[cpu].tick_stopped = true;
@@ -622,7 +622,11 @@ impl Engine {
         }
         self.start_segment(cpu);
         if next.is_none() {
-            self.idle_loop(cpu);
+            // `do_idle` starts again after every `schedule_idle`, tick
+            // stopped or not: the core's idle entry runs each time.
+            if self.sched.nohz_idle_enter(cpu, self.now) {
+                self.cpus[cpu].tick_stopped = true;
+            }
         } else if self.cpus[cpu].tick_stopped {
             self.restart_tick(cpu);
         }

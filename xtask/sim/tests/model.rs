@@ -416,12 +416,16 @@ fn tickless_idle_cpus_stop_ticking_and_are_balanced_for() {
         "{ta} ticks in {periods} periods on 4 CPUs"
     );
     assert!(tb < ta * 3 / 4, "tickless {tb} ticks, ticking {ta}");
+    // The two busy CPUs keep (or restart) their ticks.
+    assert!(tb >= periods, "tickless {tb} ticks in {periods} periods");
     assert!(
         a["sched"].get("nohz").is_none(),
         "no nohz counters without the switch"
     );
     let n = &b["sched"]["nohz"];
     assert!(u(n, "tick_stops") >= 2, "{n}");
+    // Two busy CPUs in the LLC: their ticks kick an idle balancer, which runs.
+    assert!(u(n, "balance_kicks") >= 1 && u(n, "ilb_runs") >= 1, "{n}");
     let cfg = record(&tickless, "sched_config");
     assert!(
         cfg["features"]

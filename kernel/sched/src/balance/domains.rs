@@ -74,14 +74,6 @@ pub fn rebalance_domains(core: &mut SchedCore, cpu: CpuId, now: u64) -> Migratio
         }
     }
     core.rqs[cpu].next_balance = next_balance;
-    // The idle load balancer balancing for itself (or an idle CPU whose
-    // tick still runs) brings `nohz.next_balance` forward.
-    if idle == CpuIdleType::Idle && core.cfg.features.has(crate::features::Feat::NohzIdle) {
-        let j = super::nohz::ns_to_jiffies_up(core, next_balance);
-        if core.shared.nohz.next_balance() > j {
-            core.shared.nohz.set_next_balance(j);
-        }
-    }
     moved
 }
 

@@ -322,7 +322,7 @@ pub const FEATURES: &[FeatureDesc] = &[
         feat: Feat::NohzIdle,
         name: "NOHZ_IDLE",
         default: false,
-        doc: "CONFIG_NO_HZ_IDLE as Linux 6.x runs it on a machine without a cpuidle driver (HLT idle): a CPU stops its tick when it enters idle (nohz_balance_enter_idle: counted idle in nr_busy_cpus from then, blocked load no longer decayed by its own tick) until its first busy tick (nohz_balance_exit_idle); a busy CPU's tick kicks an idle load balancer (nohz_balancer_kick: >= 2 tasks here, or more than one busy CPU in the LLC, or stale blocked load) by IPI, and that CPU balances and updates blocked load on behalf of every tickless idle CPU (_nohz_idle_balance). Off: every CPU ticks, and a CPU idle at a tick counts as tickless",
+        doc: "CONFIG_NO_HZ_IDLE as Linux 6.x runs it on a machine without a cpuidle driver (HLT idle): a CPU stops its tick when it enters idle (nohz_balance_enter_idle: counted idle in nr_busy_cpus from then, blocked load no longer decayed by its own tick) until its first busy tick (nohz_balance_exit_idle); a busy CPU's tick kicks an idle load balancer (nohz_balancer_kick: >= 2 tasks here or more than one busy CPU in the LLC for a balance kick; stale blocked load for a stats kick; a CPU newly tickless for a next_balance collation) by IPI, and that CPU balances and updates blocked load on behalf of every tickless idle CPU (_nohz_idle_balance). Off: every CPU ticks, and a CPU idle at a tick counts as tickless",
     },
 ];
 

@@ -175,7 +175,8 @@ fn a_tickless_cpus_blocked_load_decays_only_when_updated() {
         ticked.tick(0, t);
         let r = nohz.tick(0, t);
         if k == 1 {
-            // Stale blocked load (and the new tickless CPU): a stats kick.
+            // Stale blocked load, the new tickless CPU, and CPUs 0, 2 and 3
+            // counted busy (2 and 3 never went idle): a full kick.
             assert_eq!(r.nohz_kick, Some(1));
         }
         assert_eq!(nohz.core().rqs[1].cfs.avg.load_avg, at_idle);
