@@ -26,6 +26,8 @@ pub struct Boot {
     pub idle: &'static str,
     /// Scheduling policy name.
     pub policy: &'static str,
+    /// Scheduler feature switches (`--features`).
+    pub features: &'static str,
     /// Scheduler trace events per CPU (0 = no trace).
     pub trace: u32,
     pub firmware: Firmware,
@@ -45,6 +47,7 @@ impl Boot {
             seed: None,
             idle: "hlt",
             policy: "fair",
+            features: "",
             trace: 0,
             firmware: Firmware::Bios,
             machine: Machine {
@@ -64,6 +67,7 @@ impl Boot {
             args: self.args.into(),
             idle: self.idle.into(),
             policy: self.policy.into(),
+            features: self.features.into(),
             trace: self.trace,
             seed: self.seed,
             ..BootConfig::default()

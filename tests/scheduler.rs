@@ -287,6 +287,30 @@ fn mwait_idle_and_an_alternative_policy_run_the_stress_books_balanced() {
     assert_eq!(r.record("stress").unwrap()["balanced"], true);
 }
 
+/// NOHZ_IDLE on the kernel: idle CPUs stop the scheduler's tick, busy
+/// ticks kick an idle load balancer that runs, and nothing is lost.
+#[test]
+fn tickless_idle_runs_the_stress_books_balanced() {
+    let mut b = Boot::new("stress");
+    b.machine = small_smp();
+    b.features = "NOHZ_IDLE";
+    b.args = "threads:8,duration_ms:500,seed:3";
+    b.timeout = Duration::from_secs(240);
+    let r = b.expect(Outcome::Success);
+    let c = r.record("sched_config").unwrap();
+    assert!(
+        c["features"]
+            .as_str()
+            .is_some_and(|f| f.split(',').any(|x| x == "NOHZ_IDLE")),
+        "{c}"
+    );
+    let s = r.record("stress").unwrap();
+    assert_eq!(s["balanced"], true, "{s}");
+    let n = &s["sched"]["nohz"];
+    assert!(u(&n["tick_stops"]) > 0, "{n}");
+    assert!(u(&n["kicks"]) > 0 && u(&n["ilb_runs"]) > 0, "{n}");
+}
+
 /// A workload with more threads than the machine's memory holds fails
 /// before it creates any, naming the heap it would need (instead of a
 /// panic part-way through its forks).

@@ -96,14 +96,6 @@ fn kernel_main(boot_info: &'static mut BootInfo) -> ! {
             &alloc::format!("features '{}': {e}", cfg.features),
         ),
     };
-    // The idle loop keeps its tick (sleepers expire in it): NOHZ_IDLE
-    // would count idle CPUs idle for good. Simulator-only (docs/kernel.md).
-    if features.has(sched::features::Feat::NohzIdle) {
-        fail(
-            "config",
-            "features: NOHZ_IDLE is simulator-only (this kernel's idle CPUs keep their tick)",
-        );
-    }
     let machine = match machine::bring_up(
         &acpi.firmware,
         &acpi.clock,

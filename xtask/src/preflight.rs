@@ -50,7 +50,6 @@ pub fn check_on(args: &RunArgs, nr_cpus: u32) -> Result<()> {
         );
     }
     if args.backend == Backend::Qemu {
-        nohz_on_kernel(&args.features)?;
         memory(args, footprint, nr_cpus)?;
     }
     if let Some(p) = &args.results {
@@ -67,24 +66,6 @@ pub fn check_on(args: &RunArgs, nr_cpus: u32) -> Result<()> {
             );
         }
         writable("--console-log", p)?;
-    }
-    Ok(())
-}
-
-/// NOHZ_IDLE runs in the simulator only: the kernel's idle CPUs keep their
-/// tick (their sleepers expire in it), so the switch would count them idle
-/// for good. The kernel refuses it too; this says so before the build.
-fn nohz_on_kernel(features: &str) -> Result<()> {
-    if features.is_empty() {
-        return Ok(());
-    }
-    let f = sched::Features::parse(features)
-        .map_err(|e| anyhow::anyhow!("--features {features}: {e}"))?;
-    if f.has(sched::features::Feat::NohzIdle) {
-        bail!(
-            "--features {features}: NOHZ_IDLE is simulator-only (the kernel's idle CPUs keep \
-             their tick); use --backend sim, or leave it off"
-        );
     }
     Ok(())
 }
@@ -257,14 +238,6 @@ mod tests {
 
     fn err(extra: &[&str]) -> String {
         check(&args(extra)).unwrap_err().to_string()
-    }
-
-    #[test]
-    fn nohz_idle_only_in_the_simulator() {
-        let e = err(&["--features", "WA_IDLE,NOHZ_IDLE"]);
-        assert!(e.contains("NOHZ_IDLE is simulator-only"), "{e}");
-        check(&args(&["--backend", "sim", "--features", "NOHZ_IDLE"])).unwrap();
-        check(&args(&["--features", "NO_NOHZ_IDLE"])).unwrap();
     }
 
     #[test]

@@ -101,6 +101,10 @@ pub struct CpuSched {
     mm: LoadedMm,
     /// CR3 loads for a switch to a thread of another address space.
     pub mm_switches: AtomicU64,
+    /// NOHZ_IDLE: the scheduler's tick is stopped (this CPU idles tickless).
+    /// The LAPIC timer keeps running for the sleepers and the watchdog; what
+    /// stops is `sched_tick` (`on_tick` skips the core's tick).
+    tick_stopped: AtomicBool,
 }
 
 static CORE: Once<Scheduler<DynPolicy>> = Once::new();
@@ -147,6 +151,7 @@ pub fn init(topo: SchedTopo, cfg: SchedConfig, policy: DynPolicy, nr_cpus: usize
                 migrations_in: AtomicU64::new(0),
                 mm: LoadedMm::new(),
                 mm_switches: AtomicU64::new(0),
+                tick_stopped: AtomicBool::new(false),
             })
             .collect()
     });
@@ -567,11 +572,30 @@ pub fn on_tick(irq: &IrqsOff) {
             }
         }
     }
+    let state = cpu_state(cpu);
+    if state.tick_stopped.load(Ordering::Relaxed) {
+        if core().current(cpu).is_none() {
+            // Tickless idle: no `sched_tick` (NOHZ_IDLE).
+            send_ipis(irq, &resched, cpu);
+            if resched.contains(&cpu) {
+                schedule(irq, cpu);
+            }
+            return;
+        }
+        // A task runs here since the tick stopped: it restarts, and this is
+        // its first tick (`tick_nohz_idle_exit`, the timer on its grid).
+        state.tick_stopped.store(false, Ordering::Relaxed);
+    }
     let mut tick = core().tick(cpu, now);
     trace_migrations(irq, cpu, &tick.migrations);
     recycle_migrations(cpu, &mut tick.migrations);
     for &c in tick.resched.iter() {
         resched.insert(c);
+    }
+    // NOHZ_IDLE: the idle-load-balancer kick goes as a reschedule IPI;
+    // its handler finds the posted flags (`on_reschedule_ipi`).
+    if let Some(ilb) = tick.nohz_kick {
+        resched.insert(ilb);
     }
     send_ipis(irq, &resched, cpu);
     if tick.need_resched || resched.contains(&cpu) {
@@ -596,6 +620,7 @@ pub(super) fn ttwu_pending(irq: &IrqsOff, cpu: usize) {
 pub fn on_reschedule_ipi(irq: &IrqsOff) {
     if CORE.get().is_some() {
         let cpu = this_cpu(irq);
+        nohz_kick(irq, cpu);
         // Idle with wakeups queued for it: any wakee preempts idle, and
         // `schedule` activates the list before it picks, so one core call
         // (one runqueue-lock acquisition) does both.
@@ -608,6 +633,22 @@ pub fn on_reschedule_ipi(irq: &IrqsOff) {
     }
 }
 
+/// NOHZ_IDLE: the idle-load-balancer kick posted to `cpu` (its flags
+/// arrive with a reschedule IPI): balance for the tickless CPUs
+/// (`nohz_csd_func` + `nohz_idle_balance`) and send the IPIs that asks
+/// for; a pull onto this CPU sets its need_resched, which the caller
+/// tests. One atomic load when nothing is posted.
+fn nohz_kick(irq: &IrqsOff, cpu: usize) {
+    use sched::balance::nohz::NOHZ_KICK_MASK;
+    if core().shared.nohz.flags(cpu) & NOHZ_KICK_MASK == 0 {
+        return;
+    }
+    let mut r = core().nohz_kick(cpu, time::now_ns());
+    trace_migrations(irq, cpu, &r.migrations);
+    recycle_migrations(cpu, &mut r.migrations);
+    send_ipis(irq, &r.resched, cpu);
+}
+
 /// The idle loop of every CPU once the scheduler runs: pick work when asked,
 /// otherwise halt until the next interrupt.
 pub fn idle_loop() -> ! {
@@ -616,6 +657,11 @@ pub fn idle_loop() -> ! {
     let cpu = this_cpu(&off);
     // Entering idle: let the core pick (and pull work by newly-idle balance).
     schedule(&off, cpu);
+    let nohz = core().nohz_idle();
+    let stopped = &cpu_state(cpu).tick_stopped;
+    // `do_idle` starts again after every `schedule_idle`: the core's idle
+    // entry runs then, and after an interrupt only if the tick still runs.
+    let mut entered = false;
     loop {
         let off = irq::disable();
         // A wake list that is not empty counts as work: `schedule`
@@ -624,6 +670,18 @@ pub fn idle_loop() -> ! {
         // LAPIC and ends the HLT below.
         if core().need_resched(cpu) || core().shared.ttwu_pending(cpu) {
             schedule(&off, cpu);
+            entered = false;
+            continue;
+        }
+        if nohz
+            && (!entered || !stopped.load(Ordering::Relaxed))
+            && core().nohz_idle_enter(cpu, time::now_ns())
+        {
+            stopped.store(true, Ordering::Relaxed);
+        }
+        entered = true;
+        // The idle entry may have left work (a kick's pull): look again.
+        if core().need_resched(cpu) || core().shared.ttwu_pending(cpu) {
             continue;
         }
         // `sti; hlt` (or `sti; mwait`) is atomic: no wakeup IPI can slip in
