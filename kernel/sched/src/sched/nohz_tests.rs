@@ -196,3 +196,58 @@ fn a_tickless_cpus_blocked_load_decays_only_when_updated() {
     assert_eq!(nohz.stats().nohz.stats_updates, 1);
     check(&nohz);
 }
+
+#[test]
+fn the_pass_collates_next_balance_and_later_kicks_wait_for_it() {
+    let mut s = machine("NOHZ_IDLE");
+    let t0 = 100 * TICK;
+    for c in 1..4 {
+        assert!(s.nohz_idle_enter(c, t0));
+    }
+    run_on(&mut s, 0, t0 + 10);
+    s.wake_up_new_task_on(None, 0, 0, TaskPolicy::Normal, t0 + 20);
+    assert_eq!(s.tick(0, t0 + TICK).nohz_kick, Some(1));
+    let r = s.nohz_kick(1, t0 + TICK + 5_000);
+    assert_eq!(r.migrations.len(), 1);
+    // nohz.next_balance = the earliest next_balance, in jiffies, of the
+    // tickless CPUs the pass visited (all three were idle when visited).
+    let earliest = (1..4)
+        .map(|c| s.core().rqs[c].next_balance.div_ceil(TICK))
+        .min()
+        .unwrap();
+    let nb = s.shared.nohz.next_balance();
+    assert_eq!(nb, earliest);
+    assert!(nb > t0 / TICK + 2, "next_balance {nb} already due");
+    // CPU 0 holds two tasks again; CPU 1 now runs one, CPU 2 has the pulled
+    // one: both still tickless (no busy tick yet) but not idle.
+    s.wake_up_new_task_on(None, 0, 0, TaskPolicy::Normal, t0 + 2 * TICK);
+    run_on(&mut s, 1, t0 + 2 * TICK);
+    // Before nohz.next_balance: no balance kick, and nothing else pending.
+    assert_eq!(s.tick(0, (nb - 1) * TICK).nohz_kick, None);
+    // At it: a balance kick to the lowest tickless CPU that is idle.
+    assert_eq!(s.tick(0, nb * TICK).nohz_kick, Some(3));
+    assert_eq!(s.stats().nohz.balance_kicks, 2);
+    check(&s);
+}
+
+#[test]
+fn a_newly_idle_cpu_updates_stale_blocked_load_before_it_halts() {
+    let t_idle = 50 * TICK;
+    let s = loaded_then_idle("NOHZ_IDLE", t_idle);
+    assert!(s.nohz_idle_enter(1, t_idle));
+    let at_idle = s.core().rqs[1].cfs.avg.load_avg;
+    // CPU 0 runs a task that blocks 40 ms later, past next_blocked (0):
+    // newly-idle balance finds nothing to pull and asks for the update.
+    let mut s = s;
+    run_on(&mut s, 0, t_idle + 10);
+    let t = t_idle + 40 * TICK;
+    s.block(0, t);
+    s.schedule(0, t);
+    assert_eq!(s.core().rqs[1].cfs.avg.load_avg, at_idle, "not yet");
+    assert!(s.nohz_idle_enter(0, t));
+    let st = s.stats().nohz;
+    assert_eq!((st.newilb_runs, st.stats_updates), (1, 1));
+    assert!(s.core().rqs[1].cfs.avg.load_avg < at_idle);
+    assert_eq!(s.shared.nohz.flags(0), 0);
+    check(&s);
+}
