@@ -242,6 +242,11 @@ pub struct CompareArgs {
     /// Feature switches of the variant (replacing --features).
     #[arg(long, value_name = "FEATURES")]
     pub variant_features: Option<String>,
+    /// Feature switches added to both configurations, after --features and
+    /// --variant-features (e.g. a seed recipe with tickless idle:
+    /// `cargo xtask seed 001 --common-features NOHZ_IDLE`).
+    #[arg(long, value_name = "FEATURES")]
+    pub common_features: Option<String>,
     /// Scheduling policy of the variant (replacing --policy).
     #[arg(long, value_name = "POLICY")]
     pub variant_policy: Option<String>,

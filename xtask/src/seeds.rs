@@ -371,6 +371,18 @@ pub fn compare_args(
     extra: &[String],
 ) -> Result<(&'static Recipe, Vec<(&'static Part, CompareArgs)>)> {
     let r = recipe(seed)?;
+    // The recipe sets the switches it compares; a --features here would
+    // reach the baseline only when the recipe gives the variant its own.
+    if let Some(a) = extra.iter().find(|a| {
+        ["--features", "--variant-features"]
+            .iter()
+            .any(|f| a == f || a.starts_with(&format!("{f}=")))
+    }) {
+        bail!(
+            "seed {seed}: {a}: the recipe sets the switches it compares; add switches to both \
+             configurations with --common-features"
+        );
+    }
     let mut parts = Vec::new();
     for p in r.parts {
         let argv = ["cargo xtask", "compare"]
@@ -431,6 +443,33 @@ mod tests {
         }
         assert!(compare_args("999", false, &[]).is_err());
         assert!(compare_args("000", false, &["--bogus".into()]).is_err());
+    }
+
+    #[test]
+    fn extra_switches_go_to_both_sides_or_are_refused() {
+        for f in ["--features", "--variant-features", "--features=NOHZ_IDLE"] {
+            let mut extra = vec![f.to_string()];
+            if !f.contains('=') {
+                extra.push("NOHZ_IDLE".into());
+            }
+            let Err(e) = compare_args("001", false, &extra) else {
+                panic!("{f} accepted");
+            };
+            let e = e.to_string();
+            assert!(e.contains("--common-features"), "{e}");
+        }
+        let extra = ["--common-features".into(), "NOHZ_IDLE".into()];
+        let (_, parts) = compare_args("001", false, &extra).unwrap();
+        let (_, a) = &parts[0];
+        let (_, tasks) = crate::sweep::plan::compare_part(a, "p", 0).unwrap();
+        let has = |t: &crate::sweep::plan::Task| {
+            t.args
+                .windows(2)
+                .any(|w| w[0] == "--features" && w[1].split(',').any(|x| x == "NOHZ_IDLE"))
+        };
+        assert!(tasks.iter().any(|t| t.config == "baseline"));
+        assert!(tasks.iter().any(|t| t.config == "variant"));
+        assert!(tasks.iter().all(has), "{:?}", tasks[0].args);
     }
 
     #[test]

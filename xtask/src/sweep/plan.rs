@@ -65,10 +65,20 @@ pub fn compare_part(
         bail!("--trace records one run: use it with `cargo xtask run`, not compare");
     }
     let metric = metrics::for_experiment_metric(&args.run.experiment, args.metric.as_deref())?;
-    let base_run = args.run.clone();
+    let mut base_run = args.run.clone();
     let mut var_run = args.run.clone();
     if let Some(f) = &args.variant_features {
         var_run.features = f.clone();
+    }
+    if let Some(c) = &args.common_features {
+        sched::Features::parse(c).map_err(|e| anyhow::anyhow!("--common-features {c}: {e}"))?;
+        for r in [&mut base_run, &mut var_run] {
+            r.features = if r.features.is_empty() {
+                c.clone()
+            } else {
+                format!("{},{c}", r.features)
+            };
+        }
     }
     if let Some(p) = &args.variant_policy {
         var_run.policy = p.clone();
