@@ -429,6 +429,11 @@ pub(super) fn switch_to(irq: &IrqsOff, cpu: usize, sw: &mut sched::Switch) {
     let prev = core::mem::replace(&mut *cell, next);
     let next = cell.as_ref();
     if let Some(n) = next {
+        // Leaving tickless idle restarts the tick (`tick_nohz_idle_exit`;
+        // the timer keeps its grid): the next one is a normal tick.
+        if cs.tick_stopped.load(Ordering::Relaxed) {
+            cs.tick_stopped.store(false, Ordering::Relaxed);
+        }
         let last = n.last_cpu.swap(cpu as u32, Ordering::Relaxed);
         if last != cpu as u32 && last != u32::MAX {
             cs.migrations_in.fetch_add(1, Ordering::Relaxed);
@@ -572,19 +577,14 @@ pub fn on_tick(irq: &IrqsOff) {
             }
         }
     }
-    let state = cpu_state(cpu);
-    if state.tick_stopped.load(Ordering::Relaxed) {
-        if core().current(cpu).is_none() {
-            // Tickless idle: no `sched_tick` (NOHZ_IDLE).
-            send_ipis(irq, &resched, cpu);
-            if resched.contains(&cpu) {
-                schedule(irq, cpu);
-            }
-            return;
+    // Tickless idle: no `sched_tick` (NOHZ_IDLE). A thread switched in
+    // here clears the flag (`switch_to`), so its first tick is a normal one.
+    if cpu_state(cpu).tick_stopped.load(Ordering::Relaxed) {
+        send_ipis(irq, &resched, cpu);
+        if resched.contains(&cpu) {
+            schedule(irq, cpu);
         }
-        // A task runs here since the tick stopped: it restarts, and this is
-        // its first tick (`tick_nohz_idle_exit`, the timer on its grid).
-        state.tick_stopped.store(false, Ordering::Relaxed);
+        return;
     }
     let mut tick = core().tick(cpu, now);
     trace_migrations(irq, cpu, &tick.migrations);
@@ -659,9 +659,8 @@ pub fn idle_loop() -> ! {
     schedule(&off, cpu);
     let nohz = core().nohz_idle();
     let stopped = &cpu_state(cpu).tick_stopped;
-    // `do_idle` starts again after every `schedule_idle`: the core's idle
-    // entry runs then, and after an interrupt only if the tick still runs.
-    let mut entered = false;
+    // `do_idle` runs again after every `schedule_idle`.
+    let mut rescheduled = true;
     loop {
         let off = irq::disable();
         // A wake list that is not empty counts as work: `schedule`
@@ -670,20 +669,23 @@ pub fn idle_loop() -> ! {
         // LAPIC and ends the HLT below.
         if core().need_resched(cpu) || core().shared.ttwu_pending(cpu) {
             schedule(&off, cpu);
-            entered = false;
+            rescheduled = true;
             continue;
         }
+        // The core's idle entry (`do_idle`: `nohz_run_idle_balance`, then
+        // the tick stops) after this loop's `schedule()`, and whenever the
+        // CPU would halt with its tick running: after any thread ran here
+        // (which restarted the tick, in `switch_to`, wherever the switch
+        // came from) and after an interrupt while the core kept the tick.
+        // Interrupts stay off from the test above to the halt, so a wakeup
+        // meanwhile stays pending and ends it.
         if nohz
-            && (!entered || !stopped.load(Ordering::Relaxed))
+            && (rescheduled || !stopped.load(Ordering::Relaxed))
             && core().nohz_idle_enter(cpu, time::now_ns())
         {
             stopped.store(true, Ordering::Relaxed);
         }
-        entered = true;
-        // The idle entry may have left work (a kick's pull): look again.
-        if core().need_resched(cpu) || core().shared.ttwu_pending(cpu) {
-            continue;
-        }
+        rescheduled = false;
         // `sti; hlt` (or `sti; mwait`) is atomic: no wakeup IPI can slip in
         // between. MWAIT also ends on a write to the monitored per-CPU word.
         if IDLE_MWAIT.load(Ordering::Relaxed) {
