@@ -113,6 +113,9 @@ static TASK_THREAD: Once<Vec<IrqSpinLock<Option<Arc<Thread>>>>> = Once::new();
 static CPUS: Once<Vec<CpuSched>> = Once::new();
 /// Idle CPUs wait with MONITOR/MWAIT instead of HLT.
 static IDLE_MWAIT: AtomicBool = AtomicBool::new(false);
+/// NOHZ_IDLE is on (the core's switch, read once: the reschedule IPI tests
+/// it before it looks for a posted kick).
+static NOHZ_IDLE: AtomicBool = AtomicBool::new(false);
 
 /// Chooses how idle CPUs wait (call before `machine::scheduler_ready`).
 pub fn set_idle_mwait(on: bool) {
@@ -156,7 +159,8 @@ pub fn init(topo: SchedTopo, cfg: SchedConfig, policy: DynPolicy, nr_cpus: usize
             .collect()
     });
     TASK_THREAD.call_once(|| (0..cfg.max_tasks).map(|_| IrqSpinLock::new(None)).collect());
-    CORE.call_once(|| Scheduler::with_policy(topo, cfg, policy));
+    let core = CORE.call_once(|| Scheduler::with_policy(topo, cfg, policy));
+    NOHZ_IDLE.store(core.nohz_idle(), Ordering::Relaxed);
 }
 
 /// This CPU's number. Only meaningful with interrupts off (a thread with
@@ -638,7 +642,15 @@ pub fn on_reschedule_ipi(irq: &IrqsOff) {
 /// (`nohz_csd_func` + `nohz_idle_balance`) and send the IPIs that asks
 /// for; a pull onto this CPU sets its need_resched, which the caller
 /// tests. One atomic load when nothing is posted.
+#[inline]
 fn nohz_kick(irq: &IrqsOff, cpu: usize) {
+    if NOHZ_IDLE.load(Ordering::Relaxed) {
+        nohz_kick_posted(irq, cpu);
+    }
+}
+
+#[inline(never)]
+fn nohz_kick_posted(irq: &IrqsOff, cpu: usize) {
     use sched::balance::nohz::NOHZ_KICK_MASK;
     if core().shared.nohz.flags(cpu) & NOHZ_KICK_MASK == 0 {
         return;
@@ -657,7 +669,7 @@ pub fn idle_loop() -> ! {
     let cpu = this_cpu(&off);
     // Entering idle: let the core pick (and pull work by newly-idle balance).
     schedule(&off, cpu);
-    let nohz = core().nohz_idle();
+    let nohz = NOHZ_IDLE.load(Ordering::Relaxed);
     let stopped = &cpu_state(cpu).tick_stopped;
     // `do_idle` runs again after every `schedule_idle`.
     let mut rescheduled = true;

@@ -130,8 +130,8 @@ pub fn newidle_balance(core: &mut SchedCore, cpu: CpuId, now: u64) -> Migrations
     if !moved.is_empty() {
         rq.idle_stamp = 0;
         core.stats.lb.newidle_pulled += 1;
-    } else if core.rqs[cpu].nr_running() == 0
-        && core.cfg.features.has(crate::features::Feat::NohzIdle)
+    } else if core.cfg.features.has(crate::features::Feat::NohzIdle)
+        && core.rqs[cpu].nr_running() == 0
     {
         // Work that arrived meanwhile counts as pulled in Linux: no update.
         super::nohz::nohz_newidle_balance(core, cpu, now);
