@@ -93,3 +93,10 @@ pub fn load_sums_at_queue_clocks(core: &crate::core::SchedCore<'_>) -> (u64, u64
     }
     (rq_sum, se_sum, detached)
 }
+
+/// Fails the test if the core's structural invariants do not hold.
+pub fn check_invariants<P: crate::SchedPolicy>(s: &Scheduler<P>) {
+    crate::sim::InvariantChecker::default()
+        .check(&s.core())
+        .unwrap_or_else(|e| panic!("invariant: {e}"));
+}

@@ -338,25 +338,7 @@ impl Engine {
         }
         self.account(cpu);
         let r = self.sched.tick(cpu, self.now);
-        self.trace_migrations(cpu, &r.migrations);
-        if let Some(ilb) = r.nohz_kick {
-            self.send_kick(cpu, ilb);
-        }
-        let mut local = r.need_resched;
-        for &c in &r.resched {
-            if c == cpu {
-                local = true;
-            } else {
-                self.send_resched(cpu, c);
-            }
-        }
-        if local || self.cpus[cpu].local_resched {
-            self.reschedule(cpu);
-        }
-        // Back in the idle loop after the interrupt: the tick may stop.
-        if self.cpus[cpu].curr.is_none() {
-            self.idle_loop(cpu);
-        }
+        self.after_interrupt(cpu, &r);
         if !self.cpus[cpu].tick_stopped {
             let t = self.now + self.tick_ns;
             self.push(t, Ev::Tick(cpu));
@@ -367,7 +349,10 @@ impl Engine {
     /// NOHZ_IDLE: `cpu` stays idle after an interrupt with its tick running;
     /// its idle loop stops the tick if the core says so.
     fn idle_loop(&mut self, cpu: usize) {
-        if !self.cpus[cpu].tick_stopped && self.sched.nohz_idle_enter(cpu, self.now) {
+        if self.sched.nohz_idle()
+            && !self.cpus[cpu].tick_stopped
+            && self.sched.nohz_idle_enter(cpu, self.now)
+        {
             self.cpus[cpu].tick_stopped = true;
         }
     }
@@ -388,6 +373,13 @@ impl Engine {
     /// IPI to an idle CPU: the IPI latency by distance plus its idle exit).
     #[inline(never)]
     fn send_kick(&mut self, from: usize, to: usize) {
+        let lat = self.ipi_latency(from, to);
+        self.push(self.now + lat, Ev::NohzKick(to));
+    }
+
+    /// An IPI's jittered latency from `from` to `to`: by distance, plus the
+    /// idle exit when `to` is idle.
+    fn ipi_latency(&mut self, from: usize, to: usize) -> u64 {
         let g = self.geometry();
         let mut lat = self
             .prof
@@ -395,8 +387,7 @@ impl Engine {
         if self.cpus[to].curr.is_none() {
             lat += self.prof.wakeup.idle_exit_ns;
         }
-        let lat = self.cost(lat).max(1);
-        self.push(self.now + lat, Ev::NohzKick(to));
+        self.cost(lat).max(1)
     }
 
     /// The kick arrived: `cpu` balances for the tickless CPUs if it is
@@ -405,7 +396,17 @@ impl Engine {
     fn nohz_kick(&mut self, cpu: usize) {
         self.account(cpu);
         let r = self.sched.nohz_kick(cpu, self.now);
+        self.after_interrupt(cpu, &r);
+    }
+
+    /// What a tick or a kick on `cpu` asked for: its moves traced, the kick
+    /// and the reschedule IPIs sent, `cpu` rescheduled if it must be, and,
+    /// back in the idle loop after the interrupt, the tick may stop.
+    fn after_interrupt(&mut self, cpu: usize, r: &sched::TickResult) {
         self.trace_migrations(cpu, &r.migrations);
+        if let Some(ilb) = r.nohz_kick {
+            self.send_kick(cpu, ilb);
+        }
         let mut local = r.need_resched;
         for &c in &r.resched {
             if c == cpu {
@@ -473,14 +474,7 @@ impl Engine {
             return;
         }
         self.cpus[to].ipi_pending = true;
-        let g = self.geometry();
-        let mut lat = self
-            .prof
-            .ipi_ns(g.topo.distance(from, to), g.slit(from, to));
-        if self.cpus[to].curr.is_none() {
-            lat += self.prof.wakeup.idle_exit_ns;
-        }
-        let lat = self.cost(lat).max(1);
+        let lat = self.ipi_latency(from, to);
         self.push(self.now + lat, Ev::Resched(to));
     }
 
@@ -624,7 +618,7 @@ impl Engine {
         if next.is_none() {
             // `do_idle` starts again after every `schedule_idle`, tick
             // stopped or not: the core's idle entry runs each time.
-            if self.sched.nohz_idle_enter(cpu, self.now) {
+            if self.sched.nohz_idle() && self.sched.nohz_idle_enter(cpu, self.now) {
                 self.cpus[cpu].tick_stopped = true;
             }
         } else if self.cpus[cpu].tick_stopped {

@@ -12,10 +12,9 @@
 use super::Scheduler;
 use crate::balance::nohz::{NOHZ_BALANCE_KICK, NOHZ_NEXT_KICK, NOHZ_STATS_KICK};
 use crate::config::PickPolicy;
-use crate::sim::InvariantChecker;
 use crate::stats::MigrationReason;
 use crate::task::TaskPolicy;
-use crate::testutil::{run_on, sched, spec};
+use crate::testutil::{check_invariants, run_on, sched, spec};
 
 /// The default tick (HZ=1000).
 const TICK: u64 = 1_000_000;
@@ -27,12 +26,6 @@ fn machine(features: &str) -> Scheduler {
 
 fn nr_busy(s: &Scheduler) -> u32 {
     s.shared.llc[s.shared.topo.llc_id[0]].nr_busy_cpus()
-}
-
-fn check(s: &Scheduler) {
-    InvariantChecker::default()
-        .check(&s.core())
-        .unwrap_or_else(|e| panic!("invariant: {e}"));
 }
 
 #[test]
@@ -60,7 +53,7 @@ fn a_stopped_tick_counts_the_cpu_idle_until_its_first_busy_tick() {
     assert!(!n.is_tickless(1));
     assert_eq!((n.nr_cpus(), nr_busy(&s)), (0, 4));
     assert_eq!(s.stats().nohz.tick_stops, 1);
-    check(&s);
+    check_invariants(&s);
 }
 
 #[test]
@@ -116,7 +109,7 @@ fn two_tasks_kick_the_first_idle_tickless_cpu_once() {
     assert_eq!(st.ilb_runs, 1);
     assert_eq!(st.ilb_aborted, 0);
     assert_eq!(st.ilb_balances, 3);
-    check(&s);
+    check_invariants(&s);
 }
 
 #[test]
@@ -141,7 +134,7 @@ fn one_busy_cpu_kicks_only_to_collate_and_update_stats() {
     assert_eq!(n.next_blocked(), 1 + 32);
     assert_eq!(s.tick(0, 2 * TICK).nohz_kick, None);
     assert_eq!(s.stats().nohz.balance_kicks, 0);
-    check(&s);
+    check_invariants(&s);
 }
 
 /// A CPU that ran a task for a while, then idles from `t_idle`.
@@ -194,7 +187,7 @@ fn a_tickless_cpus_blocked_load_decays_only_when_updated() {
     assert!(a < at_idle);
     assert_eq!(a, b);
     assert_eq!(nohz.stats().nohz.stats_updates, 1);
-    check(&nohz);
+    check_invariants(&nohz);
 }
 
 #[test]
@@ -227,7 +220,7 @@ fn the_pass_collates_next_balance_and_later_kicks_wait_for_it() {
     // At it: a balance kick to the lowest tickless CPU that is idle.
     assert_eq!(s.tick(0, nb * TICK).nohz_kick, Some(3));
     assert_eq!(s.stats().nohz.balance_kicks, 2);
-    check(&s);
+    check_invariants(&s);
 }
 
 #[test]
@@ -249,5 +242,5 @@ fn a_newly_idle_cpu_updates_stale_blocked_load_before_it_halts() {
     assert_eq!((st.newilb_runs, st.stats_updates), (1, 1));
     assert!(s.core().rqs[1].cfs.avg.load_avg < at_idle);
     assert_eq!(s.shared.nohz.flags(0), 0);
-    check(&s);
+    check_invariants(&s);
 }

@@ -10,9 +10,8 @@ use super::{Scheduler, ttwu_queue_cond};
 use crate::CpuId;
 use crate::config::PickPolicy;
 use crate::placement::WakeFlags;
-use crate::sim::InvariantChecker;
 use crate::task::{TaskId, TaskPolicy, TaskState};
-use crate::testutil::{run_on, sched, sleeper_on, spec};
+use crate::testutil::{check_invariants, run_on, sched, sleeper_on, spec};
 use alloc::format;
 use alloc::vec::Vec;
 
@@ -42,12 +41,6 @@ fn listed(s: &Scheduler, cpu: CpuId) -> Vec<(TaskId, bool)> {
     let mut v = Vec::new();
     s.shared.for_each_wake_listed(cpu, |t, m| v.push((t.id, m)));
     v
-}
-
-fn check(s: &Scheduler) {
-    InvariantChecker::default()
-        .check(&s.core())
-        .unwrap_or_else(|e| panic!("invariant: {e}"));
 }
 
 #[test]
@@ -100,7 +93,7 @@ fn queued_wakeup_is_activated_once_by_the_target() {
         assert!(!s.core().idle_cpu(4), "idle_cpu with ttwu_pending set");
         assert!(!s.core().idle_ish(4));
         assert!(s.core().idle_cpu(5));
-        check(&s);
+        check_invariants(&s);
         // A second wakeup of a wake-listed task is a no-op (TASK_WAKING).
         let again = s.wake_up_queue(q, 0, WakeFlags::default(), 21_000);
         assert!(again.resched.is_empty());
@@ -113,11 +106,11 @@ fn queued_wakeup_is_activated_once_by_the_target() {
         assert!(listed(&s, 4).is_empty());
         assert_eq!(s.shared.task_cpu(q), Some(4));
         assert_eq!(s.task(q).state, TaskState::Runnable);
-        check(&s);
+        check_invariants(&s);
         assert!(s.sched_ttwu_pending(4, 31_000).is_empty());
         assert_eq!(nr_running(&s, 4), 1, "activated twice");
         assert_eq!(s.schedule(4, 32_000).next, Some(q));
-        check(&s);
+        check_invariants(&s);
     }
 }
 
@@ -155,7 +148,7 @@ fn schedule_activates_the_list_before_it_picks() {
     // No IPI handled: CPU 4's idle loop sees ttwu_pending and schedules.
     assert_eq!(s.schedule(4, 25_000).next, Some(q));
     assert!(!s.shared.ttwu_pending(4));
-    check(&s);
+    check_invariants(&s);
 }
 
 #[test]
@@ -229,7 +222,7 @@ fn migrated_flag_reaches_the_enqueue() {
     let w = s.stats().wake;
     assert_eq!(w.ttwu_queued, 1);
     assert_eq!(w.nr_wakeups_migrate, 1, "set_task_cpu on the waker");
-    check(&s);
+    check_invariants(&s);
     s.sched_ttwu_pending(1, t0);
     let t = s.task(p);
     let (ft, fw, fmin) = fused;
@@ -245,7 +238,7 @@ fn migrated_flag_reaches_the_enqueue() {
     let mut w0 = w;
     w0.ttwu_queued = 0;
     assert_eq!(w0, fw, "the waker's accounting differs from the fused path");
-    check(&s);
+    check_invariants(&s);
 }
 
 #[test]
