@@ -254,6 +254,11 @@ mod tests {
             e.contains("threads=7 must be an integer in 8..=20000"),
             "{e}"
         );
+        let e = err(&["--experiment", "nas", "--arg", "nice=20"]);
+        assert!(e.contains("nice=20 must be an integer in -20..=19"), "{e}");
+        let e = err(&["--experiment", "nas", "--arg", "nice=-21"]);
+        assert!(e.contains("nice=-21 must be an integer in -20..=19"), "{e}");
+        check(&args(&["--experiment", "nas", "--arg", "nice=-20"])).unwrap();
         let e = err(&["--experiment", "fpu-check", "--arg", "rounds=7"]);
         assert!(e.contains("'fpu-check' has no argument 'rounds'"), "{e}");
         let e = err(&["--experiment", "boot", "--arg", "x=1"]);

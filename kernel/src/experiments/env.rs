@@ -140,6 +140,7 @@ impl Env for KernelEnv {
         let opts = SpawnOptions {
             name: how.name,
             pinned: how.pinned,
+            nice: how.nice,
             space,
             ..Default::default()
         };

@@ -29,11 +29,33 @@ impl<'a> Args<'a> {
         default: u64,
         range: core::ops::RangeInclusive<u64>,
     ) -> Result<u64, String> {
+        self.integer(key, default, range)
+    }
+
+    /// A signed integer argument within `range`, or `default`.
+    pub fn i64(
+        &mut self,
+        key: &'a str,
+        default: i64,
+        range: core::ops::RangeInclusive<i64>,
+    ) -> Result<i64, String> {
+        self.integer(key, default, range)
+    }
+
+    fn integer<T>(
+        &mut self,
+        key: &'a str,
+        default: T,
+        range: core::ops::RangeInclusive<T>,
+    ) -> Result<T, String>
+    where
+        T: core::str::FromStr + PartialOrd + core::fmt::Display,
+    {
         self.used.push(key);
         match self.pairs.iter().find(|(k, _)| *k == key) {
             None => Ok(default),
             Some((_, v)) => v
-                .parse::<u64>()
+                .parse::<T>()
                 .ok()
                 .filter(|n| range.contains(n))
                 .ok_or_else(|| {

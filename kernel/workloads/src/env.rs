@@ -50,6 +50,9 @@ pub struct Spawn {
     pub pinned: Option<usize>,
     /// Thread, process or kernel thread.
     pub space: Space,
+    /// Nice value, -20..=19 (`setpriority(2)` on the new thread before it
+    /// first runs): its weight is the core's `sched_prio_to_weight` entry.
+    pub nice: i32,
 }
 
 impl Spawn {
@@ -59,6 +62,7 @@ impl Spawn {
             name,
             pinned: None,
             space: Space::Thread,
+            nice: 0,
         }
     }
 }

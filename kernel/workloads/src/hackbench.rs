@@ -140,6 +140,7 @@ pub async fn run<E: Env>(env: &E, p: Params) -> Result<(), String> {
         name,
         pinned: None,
         space,
+        nice: 0,
     };
     if p.launch_wakee_flips > 0 {
         env.set_wakee_flips(p.launch_wakee_flips);

@@ -20,6 +20,9 @@
 //! one released while spinning needs no wakeup. With more threads than
 //! CPUs the spin is cut to 1/3000 of it, as libgomp throttles its 300,000
 //! polls (`OMP_WAIT_POLICY` unset) to 100 (`gomp_throttled_spin_count_var`).
+//! `nice` is the team's nice value (`setpriority` on each worker; the main
+//! thread and the kworkers stay at 0), so its threads can weigh as little as
+//! a daemon next to the kworkers (seed 000, docs/seeds.md).
 
 use alloc::format;
 use alloc::string::String;
@@ -49,6 +52,8 @@ pub struct Params {
     pub working_set: u64,
     /// Busy wait at a barrier before sleeping (ns).
     pub spin_ns: u64,
+    /// The team's nice value (the main thread's and the kworkers' stay 0).
+    pub nice: i32,
     /// Per-CPU kworker noise.
     pub noise: Noise,
 }
@@ -63,6 +68,7 @@ impl Params {
             imbalance_pct: a.u64("imbalance_pct", 0, 0..=1000)?,
             working_set: a.u64("working_set_kib", 256, 0..=1 << 20)? * 1024,
             spin_ns: a.u64("spin_us", 0, 0..=10_000_000)? * 1000,
+            nice: a.i64("nice", 0, -20..=19)? as i32,
             noise: Noise::from_args(a)?,
         })
     }
@@ -114,7 +120,11 @@ pub async fn run<E: Env>(env: &E, p: Params) -> Result<(), String> {
                 }
             }
         };
-        handles.push(env.spawn(Spawn::named(format!("omp{i}")), body).await);
+        let how = Spawn {
+            nice: p.nice,
+            ..Spawn::named(format!("omp{i}"))
+        };
+        handles.push(env.spawn(how, body).await);
     }
     let forked = interval.sched(env);
     for h in handles {
@@ -144,8 +154,12 @@ pub async fn run<E: Env>(env: &E, p: Params) -> Result<(), String> {
     let spread = json_array(targets.iter(), |w, n| write!(w, "{n}"));
     let node_spread = json_array(per_node.iter(), |w, n| write!(w, "{n}"));
     let mops = units * 1000 / elapsed.max(1); // units per µs = M units/s
-    let rec = Record::new("nas")
-        .u64("threads", threads as u64)
+    let mut rec = Record::new("nas").u64("threads", threads as u64);
+    if p.nice != 0 {
+        // Only when set, so the records of runs without it keep their shape.
+        rec = rec.raw("nice", &format!("{}", p.nice));
+    }
+    let rec = rec
         .u64("phases", phases)
         .u64("work", work)
         .u64("imbalance_pct", imbalance)

@@ -339,6 +339,7 @@ pub async fn run<E: Env>(env: &E, p: Params) -> Result<(), String> {
             name,
             pinned: cpu,
             space: Space::Thread,
+            nice: 0,
         };
         let (server_cpu, client_cpu) = (pins[i].map(|p| p.0), pins[i].map(|p| p.1));
         handles.push(

@@ -69,6 +69,7 @@ impl<E: Env> NoiseWorkers<E> {
                     name: format!("kworker/{cpu}"),
                     pinned: Some(cpu),
                     space: Space::Kernel,
+                    nice: 0,
                 };
                 handles.push(env.spawn(how, body).await);
             }

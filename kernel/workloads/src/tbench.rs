@@ -209,6 +209,7 @@ pub async fn run<E: Env>(env: &E, p: Params) -> Result<(), String> {
         name,
         pinned: None,
         space: Space::Thread,
+        nice: 0,
     };
     for (i, b) in books.iter().enumerate() {
         let (to_server, mut server_rx) = env.channel(SOCKET_BYTES);

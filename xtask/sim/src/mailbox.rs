@@ -280,6 +280,7 @@ mod tests {
             name: "t".into(),
             pinned: Some(1),
             space: workloads::Space::Kernel,
+            nice: 0,
         };
         m.post(Sys::Spawn(Box::new((how, Box::pin(async {})))));
         match m.take_request() {

@@ -229,9 +229,15 @@ impl Engine {
                     ));
                     return Next::Block("fatal");
                 };
-                let r = self
-                    .sched
-                    .start_task(id, Some(p), cpu, start, 0, TaskPolicy::Normal, now);
+                let r = self.sched.start_task(
+                    id,
+                    Some(p),
+                    cpu,
+                    start,
+                    how.nice,
+                    TaskPolicy::Normal,
+                    now,
+                );
                 let parent_mm = self.task(p).mm;
                 let mm = crate::mm::child_mm(how.space, parent_mm, &mut self.next_mm);
                 let serial = self.add_task(r.task, fut, mm);

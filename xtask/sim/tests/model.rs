@@ -434,3 +434,40 @@ fn tickless_idle_cpus_stop_ticking_and_are_balanced_for() {
         "{cfg}"
     );
 }
+
+#[test]
+fn a_niced_team_weighs_what_linuxs_weight_table_gives_its_nice() {
+    // Two sockets, so barrier wakeups cross LLCs and go through
+    // wake_affine_weight, which sums the wakee's load at every test; LLCs
+    // of 10 CPUs, so 8 threads' wakee flips never make wake_wide spread them.
+    let mean_task_load = |nice: i32| {
+        let o = run(&schedsim::Config {
+            // Without seed 000's rule an idle prev goes to the weight test.
+            features: "NO_WA_IDLE_PREV".into(),
+            ..config(
+                machine(2, 10, 1),
+                "nas",
+                &format!("threads:8,phases:200,work:20000,nice:{nice}"),
+            )
+        });
+        let rec = record(&o, "nas");
+        let wake = &rec["sched"]["wake"];
+        let tests = u(wake, "wa_weight_tests");
+        assert!(tests > 50, "nice {nice}: only {tests} weight tests");
+        (
+            u(wake, "wa_weight_sum_task_load") as f64 / tests as f64,
+            rec,
+        )
+    };
+    let (nice0, rec0) = mean_task_load(0);
+    let (nice19, rec19) = mean_task_load(19);
+    // sched_prio_to_weight: nice 0 = 1024, nice 19 = 15, so a thread's
+    // load_avg (weight x runnable fraction) is 68 times smaller.
+    let ratio = nice0 / nice19;
+    assert!(
+        (60.0..=80.0).contains(&ratio),
+        "mean task load nice 0 {nice0:.1}, nice 19 {nice19:.1}: ratio {ratio:.1}, expected about 1024/15 = 68"
+    );
+    assert_eq!(rec19["nice"], 19);
+    assert!(rec0.get("nice").is_none(), "nice 0 is not written");
+}
