@@ -90,12 +90,13 @@ pub fn run() -> Result<i32> {
         lat.push(run_records(&dir, &format!("latency-run{r}"), &args)?);
     }
     let mut hb = Vec::new();
-    // The last two rows start hackbench with the wakee_flips the Linux
+    // The last four rows start hackbench with the wakee_flips the Linux
     // rig's shell passes on to its workers (docs/benchmarks.md, "Inherited
-    // wakee flips"); the last two also build the domains with 6.x's
-    // imbalance_pct (IMB_PCT_117), and the last one also takes 6.x's
-    // active-balance rule (IMBALANCED_ACTIVE_BALANCE): the closest to the
-    // rig's Linux.
+    // wakee flips"); the last three also build the domains with 6.x's
+    // imbalance_pct (IMB_PCT_117), the last two also take 6.x's
+    // active-balance rule (IMBALANCED_ACTIVE_BALANCE), and the last one
+    // also 6.12's delayed dequeue (DELAY_DEQUEUE): the closest to the rig's
+    // Linux.
     for (name, pick, flips, features) in [
         ("cfs", "cfs", "0", ""),
         ("eevdf", "eevdf", "0", ""),
@@ -106,6 +107,12 @@ pub fn run() -> Result<i32> {
             "eevdf",
             "52",
             "IMB_PCT_117,IMBALANCED_ACTIVE_BALANCE",
+        ),
+        (
+            "eevdf flips=52 6.12",
+            "eevdf",
+            "52",
+            "IMB_PCT_117,IMBALANCED_ACTIVE_BALANCE,DELAY_DEQUEUE",
         ),
     ] {
         let flips_arg = format!("launch_wakee_flips={flips}");

@@ -79,6 +79,7 @@ fn bench_timeline(pick: PickPolicy, n: usize, iters: usize) -> f64 {
             DequeueFlags {
                 sleep: false,
                 migrate: false,
+                special: false,
             },
             now,
         );

@@ -220,8 +220,21 @@ pub fn update_entity_load_avg(
     on_rq: bool,
     running: bool,
 ) -> bool {
-    let l = u64::from(on_rq);
-    if sa.update_sum(now, l, l, running) {
+    update_task_load_avg(sa, now, weight, on_rq, on_rq, running)
+}
+
+/// `__update_load_avg_se()` with the runnable input apart from the load
+/// input: `se_runnable()` is false for a delayed-dequeue entity, which
+/// stays `on_rq` and so keeps accruing load (Linux 6.12).
+pub fn update_task_load_avg(
+    sa: &mut SchedAvg,
+    now: u64,
+    weight: u64,
+    on_rq: bool,
+    runnable: bool,
+    running: bool,
+) -> bool {
+    if sa.update_sum(now, u64::from(on_rq), u64::from(runnable), running) {
         sa.update_avg(weight);
         return true;
     }

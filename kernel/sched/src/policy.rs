@@ -43,17 +43,36 @@ pub trait SchedPolicy {
         core.enqueue_task(cpu, p, flags, now);
     }
 
-    /// `ops.dequeue`: take `p` off `cpu`.
-    fn dequeue(&self, core: &mut SchedCore, cpu: CpuId, p: TaskId, flags: DequeueFlags, now: u64) {
-        core.dequeue_task(cpu, p, flags, now);
+    /// `ops.dequeue`: take `p` off `cpu`. Returns false when a sleeping
+    /// `p` stays queued instead (the fair class's DELAY_DEQUEUE, as Linux
+    /// 6.12's `dequeue_task` does).
+    fn dequeue(
+        &self,
+        core: &mut SchedCore,
+        cpu: CpuId,
+        p: TaskId,
+        flags: DequeueFlags,
+        now: u64,
+    ) -> bool {
+        core.dequeue_task(cpu, p, flags, now)
     }
 
     /// `ops.dispatch` / pick_next: which queued task of `cpu` runs next
-    /// (curr has already been put back).
-    fn pick_next(&self, core: &mut SchedCore, cpu: CpuId, _now: u64) -> Option<TaskId> {
+    /// (curr has already been put back). A delayed-dequeue task the pick
+    /// chooses is dequeued instead and the pick repeats (`pick_task_fair`'s
+    /// `again`), so the answer is never a sleeping task.
+    fn pick_next(&self, core: &mut SchedCore, cpu: CpuId, now: u64) -> Option<TaskId> {
         let cfg = core.cfg;
-        cfg.pick
-            .pick_next_entity(&mut core.rqs[cpu].cfs, &core.tasks, cfg)
+        loop {
+            let p = cfg
+                .pick
+                .pick_next_entity(&mut core.rqs[cpu].cfs, &core.tasks, cfg)?;
+            if !core.tasks[p].se.sched_delayed {
+                return Some(p);
+            }
+            core.finish_delayed_dequeue(cpu, p, now);
+            core.stats.delay.picked += 1;
+        }
     }
 
     /// `ops.tick` / `task_tick_fair`: account curr; true = reschedule.
@@ -138,7 +157,14 @@ impl SchedPolicy for DynPolicy {
         (**self).enqueue(core, cpu, p, flags, now)
     }
 
-    fn dequeue(&self, core: &mut SchedCore, cpu: CpuId, p: TaskId, flags: DequeueFlags, now: u64) {
+    fn dequeue(
+        &self,
+        core: &mut SchedCore,
+        cpu: CpuId,
+        p: TaskId,
+        flags: DequeueFlags,
+        now: u64,
+    ) -> bool {
         (**self).dequeue(core, cpu, p, flags, now)
     }
 
@@ -231,8 +257,10 @@ mod tests {
         fn enqueue(&self, _: &mut SchedCore, _: CpuId, _: TaskId, _: EnqueueFlags, _: u64) {
             hit();
         }
-        fn dequeue(&self, _: &mut SchedCore, _: CpuId, _: TaskId, _: DequeueFlags, _: u64) {
+        fn dequeue(&self, _: &mut SchedCore, _: CpuId, _: TaskId, _: DequeueFlags, _: u64) -> bool {
             hit();
+            // The default answers true for anything but a delayed sleep.
+            false
         }
         fn pick_next(&self, _: &mut SchedCore, _: CpuId, _: u64) -> Option<TaskId> {
             hit();
@@ -281,7 +309,7 @@ mod tests {
             SENTINEL_CPU
         );
         d.enqueue(&mut core, 0, p, ef, 1);
-        d.dequeue(&mut core, 0, p, df, 1);
+        assert!(!d.dequeue(&mut core, 0, p, df, 1));
         assert_eq!(d.pick_next(&mut core, 0, 1), Some(TaskId(4242)));
         assert!(d.tick(&mut core, 0, 1));
         assert_eq!(&*d.balance(&mut core, 0, 1), &[sentinel_migration()]);

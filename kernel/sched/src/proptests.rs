@@ -187,11 +187,16 @@ proptest! {
         spec in arb_spec(256),
         eevdf in any::<bool>(),
         fmask in any::<u8>(),
+        delay in any::<bool>(),
         ops in proptest::collection::vec(arb_op(), 1..80),
     ) {
         let topo = SchedTopo::synthetic(&spec).unwrap();
         let pick = if eevdf { PickPolicy::Eevdf } else { PickPolicy::Cfs };
-        let cfg = SchedConfig::new(topo.nr_cpus, pick).with_features(&features_from(fmask)).unwrap();
+        let mut features = features_from(fmask);
+        if delay {
+            features.push_str(",DELAY_DEQUEUE");
+        }
+        let cfg = SchedConfig::new(topo.nr_cpus, pick).with_features(&features).unwrap();
         let mut s = Scheduler::new(topo, cfg);
         let mut chk = InvariantChecker::default();
         let mut now = 1_000;
@@ -230,12 +235,15 @@ proptest! {
     fn runnable_tasks_wait_boundedly(
         spec in arb_spec(8),
         eevdf in any::<bool>(),
+        delay in any::<bool>(),
         tasks in proptest::collection::vec((-3i32..=3, 0u8..3, 100u64..3_000, 100u64..20_000), 1..12),
     ) {
         let topo = SchedTopo::synthetic(&spec).unwrap();
         let n = topo.nr_cpus;
         let pick = if eevdf { PickPolicy::Eevdf } else { PickPolicy::Cfs };
-        let cfg = SchedConfig::new(n, pick);
+        let cfg = SchedConfig::new(n, pick)
+            .with_features(if delay { "DELAY_DEQUEUE" } else { "" })
+            .unwrap();
         let t = cfg.tunables;
         let mut sim = Sim::new(Scheduler::new(topo, cfg));
         let mut ids = Vec::new();

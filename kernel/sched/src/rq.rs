@@ -291,6 +291,7 @@ pub struct RqSnap {
     pub(crate) need_resched: AtomicBool,
     pub(crate) nr_running: AtomicU32,
     pub(crate) nr_idle: AtomicU32,
+    pub(crate) nr_delayed: AtomicU32,
     pub(crate) curr_idle: AtomicBool,
     pub(crate) load_avg: AtomicU64,
     pub(crate) runnable_load_avg: AtomicU64,
@@ -321,6 +322,7 @@ impl RqSnap {
         let was = self.nr_running.load(Relaxed) > 1;
         self.nr_running.store(rq.cfs.nr_running, Relaxed);
         self.nr_idle.store(rq.cfs.nr_idle, Relaxed);
+        self.nr_delayed.store(rq.cfs.nr_delayed, Relaxed);
         self.curr_idle.store(rq.curr.is_none(), Relaxed);
         self.load_avg.store(a.load_avg, Relaxed);
         self.runnable_load_avg.store(a.runnable_load_avg, Relaxed);

@@ -66,6 +66,9 @@ pub struct SchedEntity {
     pub rel_deadline: bool,
     /// EEVDF RUN_TO_PARITY protection: the deadline recorded when picked.
     pub vprot: Option<u64>,
+    /// EEVDF DELAY_DEQUEUE (`sched_delayed`): blocked but left queued
+    /// (`on_rq` stays true) until picked or woken.
+    pub sched_delayed: bool,
     /// PELT averages.
     pub avg: SchedAvg,
     /// Number of CPU changes.

@@ -64,7 +64,8 @@ impl Checks {
                 );
             }
             let idle = rq.curr.is_none() && rq.nr_running() == 0;
-            let waiting = rq.nr_running() >= 2;
+            // Delayed-dequeue tasks are queued but asleep: not waiting.
+            let waiting = rq.nr_running() - rq.cfs.nr_delayed >= 2;
             self.idle_since[cpu] = if idle {
                 Some(self.idle_since[cpu].unwrap_or(now))
             } else {

@@ -471,3 +471,35 @@ fn a_niced_team_weighs_what_linuxs_weight_table_gives_its_nice() {
     assert_eq!(rec19["nice"], 19);
     assert!(rec0.get("nice").is_none(), "nice 0 is not written");
 }
+
+#[test]
+fn every_delayed_dequeue_ends_once_at_a_pick_or_a_wakeup() {
+    // hackbench under EEVDF with 6.12's delayed dequeue: receivers that
+    // block ahead of V stay queued. Each such delay ends exactly once,
+    // when the pick dequeues the task or a wakeup finds it still queued
+    // (a balancer move does not end it), and by the end every task has
+    // exited, so none is left delayed. The core's invariants are checked
+    // every tick period (a violation fails the run).
+    let args = "groups:2,loops:200,transport:pipe";
+    let delayed = run(&schedsim::Config {
+        pick: "eevdf".into(),
+        features: "DELAY_DEQUEUE".into(),
+        ..config(machine(1, 4, 1), "hackbench", args)
+    });
+    let plain = run(&schedsim::Config {
+        pick: "eevdf".into(),
+        ..config(machine(1, 4, 1), "hackbench", args)
+    });
+    let d = &record(&delayed, "hackbench")["sched"]["delay"];
+    assert!(u(d, "delayed") > 0, "{d}");
+    assert_eq!(
+        u(d, "delayed"),
+        u(d, "picked") + u(d, "requeued"),
+        "each delay ends once: {d}"
+    );
+    assert!(u(d, "requeued_replaced") <= u(d, "requeued"), "{d}");
+    assert!(
+        record(&plain, "hackbench")["sched"].get("delay").is_none(),
+        "no delay counters without the switch"
+    );
+}

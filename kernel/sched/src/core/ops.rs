@@ -88,7 +88,8 @@ impl SchedCore<'_> {
         entity::enqueue_entity(&mut rq.cfs, &mut self.tasks, cfg, p, flags, now);
         let t = &mut self.tasks[p];
         t.cpu = cpu;
-        if rq.curr != Some(p) {
+        // A delayed task the balancer moved stays asleep on its new queue.
+        if rq.curr != Some(p) && !t.se.sched_delayed {
             t.state = TaskState::Runnable;
             if t.wait_start == 0 {
                 t.wait_start = now.max(1);
@@ -96,11 +97,57 @@ impl SchedCore<'_> {
         }
     }
 
-    /// `dequeue_task_fair()`.
-    pub fn dequeue_task(&mut self, cpu: CpuId, p: TaskId, flags: DequeueFlags, now: u64) {
+    /// `dequeue_task_fair()`: false when a sleeping task stays queued
+    /// instead (DELAY_DEQUEUE, [`entity::try_delay_dequeue`]), as Linux
+    /// 6.12's `dequeue_task` returns.
+    pub fn dequeue_task(&mut self, cpu: CpuId, p: TaskId, flags: DequeueFlags, now: u64) -> bool {
         let cfg = self.cfg;
         let rq = &mut self.rqs[cpu];
+        if flags.sleep
+            && !flags.special
+            && entity::try_delay_dequeue(&mut rq.cfs, &mut self.tasks, cfg, p, now)
+        {
+            self.stats.delay.delayed += 1;
+            return false;
+        }
+        if self.tasks[p].se.sched_delayed {
+            // Moved by the balancer (not a sleep): it stays delayed.
+            self.stats.delay.migrated += 1;
+        }
+        let rq = &mut self.rqs[cpu];
         entity::dequeue_entity(&mut rq.cfs, &mut self.tasks, cfg, p, flags, now);
+        true
+    }
+
+    /// The pick chose `p`, a delayed task of `cpu` (or `p` exited while
+    /// delayed): finish its dequeue (`dequeue_entities(DEQUEUE_SLEEP |
+    /// DEQUEUE_DELAYED)`); it is then asleep on no queue.
+    pub fn finish_delayed_dequeue(&mut self, cpu: CpuId, p: TaskId, now: u64) {
+        let cfg = self.cfg;
+        let rq = &mut self.rqs[cpu];
+        entity::finish_delayed_dequeue(&mut rq.cfs, &mut self.tasks, cfg, p, now);
+    }
+
+    /// `ttwu_runnable()` of a delayed task of `cpu` (held, clock updated):
+    /// requeue it where it is (`requeue_delayed_entity`), make it runnable,
+    /// then the preemption check unless it is still `cpu`'s current task.
+    pub fn ttwu_runnable_delayed(&mut self, cpu: CpuId, p: TaskId, now: u64) {
+        let cfg = self.cfg;
+        let rq = &mut self.rqs[cpu];
+        if entity::requeue_delayed_entity(&mut rq.cfs, &mut self.tasks, cfg, p, now) {
+            self.stats.delay.requeued_replaced += 1;
+        }
+        self.stats.delay.requeued += 1;
+        let t = &mut self.tasks[p];
+        if self.rqs[cpu].curr == Some(p) {
+            t.state = TaskState::Running;
+        } else {
+            t.state = TaskState::Runnable;
+            if t.wait_start == 0 {
+                t.wait_start = now.max(1);
+            }
+            self.check_preempt_curr(cpu, p, false, now);
+        }
     }
 
     /// Record a CPU change (`set_task_cpu` statistics).
@@ -174,6 +221,7 @@ impl SchedCore<'_> {
             DequeueFlags {
                 sleep: false,
                 migrate: true,
+                special: false,
             },
             now,
         );

@@ -44,6 +44,12 @@ impl SchedCore<'_> {
         self.read(cpu, |r| r.nr_running(), |s| s.nr_running.load(Relaxed))
     }
 
+    /// Delayed-dequeue tasks among `nr_running` (`cfs_h_nr_delayed()`,
+    /// 6.12.y) of any CPU; 0 without DELAY_DEQUEUE.
+    pub fn nr_delayed(&self, cpu: CpuId) -> u32 {
+        self.read(cpu, |r| r.cfs.nr_delayed, |s| s.nr_delayed.load(Relaxed))
+    }
+
     /// `sched_idle_cpu()` of any CPU.
     #[inline]
     pub fn sched_idle_cpu(&self, cpu: CpuId) -> bool {

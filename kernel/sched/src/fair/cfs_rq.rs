@@ -29,6 +29,9 @@ pub struct CfsRq {
     pub nr_running: u32,
     /// SCHED_IDLE entities among them (`h_nr_idle`).
     pub nr_idle: u32,
+    /// Delayed-dequeue entities among them (`h_nr_delayed`, 6.12.y: not
+    /// runnable for PELT).
+    pub nr_delayed: u32,
     /// Monotonic minimum virtual runtime.
     pub min_vruntime: u64,
     /// Σ (v_i - min_vruntime) * w_i over tree entities (EEVDF).
@@ -55,6 +58,7 @@ impl Default for CfsRq {
             load: LoadWeight::default(),
             nr_running: 0,
             nr_idle: 0,
+            nr_delayed: 0,
             min_vruntime: MIN_VRUNTIME_START,
             avg_vruntime: 0,
             avg_load: 0,
@@ -112,6 +116,11 @@ impl CfsRq {
         if t.policy == TaskPolicy::Idle {
             self.nr_idle += 1;
         }
+        // A delayed task moved by the balancer arrives still delayed
+        // (enqueue_task_fair's `h_nr_delayed` of a non-wakeup enqueue).
+        if t.se.sched_delayed {
+            self.nr_delayed += 1;
+        }
     }
 
     /// `account_entity_dequeue` of a task the caller has at hand.
@@ -122,6 +131,16 @@ impl CfsRq {
         if t.policy == TaskPolicy::Idle {
             self.nr_idle -= 1;
         }
+        if t.se.sched_delayed {
+            self.nr_delayed -= 1;
+        }
+    }
+
+    /// Queued entities PELT counts as runnable: `h_nr_running -
+    /// h_nr_delayed` (`__update_load_avg_cfs_rq`, 6.12.y).
+    #[inline]
+    pub fn nr_runnable(&self) -> u32 {
+        self.nr_running - self.nr_delayed
     }
 
     /// curr's (key·w, w) term if curr is on the queue.

@@ -32,6 +32,10 @@ pub struct DequeueFlags {
     pub sleep: bool,
     /// The task is being migrated by the balancer (DO_DETACH).
     pub migrate: bool,
+    /// DEQUEUE_SPECIAL: a sleep that may not be delayed (Linux: stopped,
+    /// traced and frozen tasks; here the exit path, whose delay Linux
+    /// undoes in `task_dead_fair` right after the switch).
+    pub special: bool,
 }
 
 /// PELT attach/detach action for [`update_load_avg`].
@@ -93,14 +97,15 @@ fn update_load_avg_se(
     let se = &mut tasks[id].se;
     let w = se.load.weight;
     if decay_se && se.avg.last_update_time != 0 {
-        pelt::update_entity_load_avg(&mut se.avg, now, w, se.on_rq, running);
+        let runnable = se.on_rq && !se.sched_delayed;
+        pelt::update_task_load_avg(&mut se.avg, now, w, se.on_rq, runnable, running);
     }
     pelt::update_cfs_rq_load_avg(
         &mut cfs.avg,
         &mut cfs.removed,
         now,
         cfs.load.weight,
-        u64::from(cfs.nr_running),
+        u64::from(cfs.nr_running - cfs.nr_delayed),
         cfs.curr.is_some(),
     );
     match action {
@@ -122,7 +127,7 @@ pub fn update_rq_load_avg(cfs: &mut CfsRq, now: u64) {
         &mut cfs.removed,
         now,
         cfs.load.weight,
-        u64::from(cfs.nr_running),
+        u64::from(cfs.nr_running - cfs.nr_delayed),
         cfs.curr.is_some(),
     );
 }
@@ -222,6 +227,92 @@ pub fn dequeue_entity(
     // back), before update_min_vruntime discounts `id`.
     cfg.pick.dequeue_detach(cfs, &mut t.se, flags);
     cfs.update_min_vruntime(cfg.pick, tasks);
+}
+
+/// `dequeue_entity(DEQUEUE_SLEEP)`'s delayed-dequeue branch (Linux 6.12,
+/// DELAY_DEQUEUE): after `update_curr` and `clear_buddies`, an entity the
+/// pick says may stay ([`PickDiscipline::delay_dequeue`]: EEVDF, not
+/// eligible) gets its PELT update (still runnable up to now) and is marked
+/// `sched_delayed` (`set_delayed`), staying queued. Returns false, having
+/// done only the two shared first steps, when it must leave; the caller
+/// then dequeues it (whose `update_curr` finds nothing more to charge).
+pub fn try_delay_dequeue(
+    cfs: &mut CfsRq,
+    tasks: &mut impl Tasks,
+    cfg: &SchedConfig,
+    id: TaskId,
+    now: u64,
+) -> bool {
+    update_curr(cfs, tasks, cfg, now);
+    clear_buddies(cfs, id);
+    if !cfg.pick.delay_dequeue(cfs, tasks, cfg, id) {
+        return false;
+    }
+    update_load_avg(cfs, tasks, id, now, PeltAction::None);
+    tasks[id].se.sched_delayed = true;
+    cfs.nr_delayed += 1;
+    true
+}
+
+/// `dequeue_entities(DEQUEUE_SLEEP | DEQUEUE_DELAYED)` of a delayed entity
+/// the pick chose (or of a delayed task that exited, `task_dead_fair`):
+/// the full [`dequeue_entity`] as for a sleep, then
+/// `finish_delayed_dequeue_entity` (`clear_delayed`; DELAY_ZERO clips a
+/// positive lag to 0).
+pub fn finish_delayed_dequeue(
+    cfs: &mut CfsRq,
+    tasks: &mut impl Tasks,
+    cfg: &SchedConfig,
+    id: TaskId,
+    now: u64,
+) {
+    let flags = DequeueFlags {
+        sleep: true,
+        ..DequeueFlags::default()
+    };
+    dequeue_entity(cfs, tasks, cfg, id, flags, now);
+    let se = &mut tasks[id].se;
+    se.sched_delayed = false;
+    if cfg.features.has(Feat::DelayZero) && se.vlag > 0 {
+        se.vlag = 0;
+    }
+}
+
+/// `requeue_delayed_entity()` (a wakeup found the task still queued,
+/// `ttwu_runnable` with ENQUEUE_DELAYED; no `update_curr`, as in Linux):
+/// with DELAY_ZERO an entity whose lag has become positive is re-placed
+/// with lag 0 (at V, a fresh deadline), then the PELT update (not runnable
+/// up to now) and `clear_delayed`. Returns whether it was re-placed.
+pub fn requeue_delayed_entity(
+    cfs: &mut CfsRq,
+    tasks: &mut impl Tasks,
+    cfg: &SchedConfig,
+    id: TaskId,
+    now: u64,
+) -> bool {
+    let mut replaced = false;
+    if cfg.features.has(Feat::DelayZero) {
+        cfg.pick.update_entity_lag(cfs, tasks, cfg, id);
+        if tasks[id].se.vlag > 0 {
+            let in_tree = cfs.curr != Some(id);
+            cfs.nr_running -= 1;
+            if in_tree {
+                cfs.tree_remove_se(cfg.pick, &tasks[id].se, id);
+            }
+            tasks[id].se.vlag = 0;
+            cfg.pick
+                .place_entity(cfs, tasks, cfg, id, EnqueueFlags::default());
+            if in_tree {
+                cfs.tree_insert_se(cfg.pick, &tasks[id].se, id);
+            }
+            cfs.nr_running += 1;
+            replaced = true;
+        }
+    }
+    update_load_avg(cfs, tasks, id, now, PeltAction::None);
+    tasks[id].se.sched_delayed = false;
+    cfs.nr_delayed -= 1;
+    replaced
 }
 
 /// CFS: make a relative vruntime absolute against this queue (the

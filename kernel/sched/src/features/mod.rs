@@ -104,6 +104,12 @@ pub enum Feat {
     /// NO_HZ_IDLE: idle CPUs stop their tick; the idle load balancer
     /// balances for them.
     NohzIdle,
+    /// EEVDF (6.12+): a task that blocks while not eligible stays queued
+    /// until it is picked or woken (`sched_delayed`).
+    DelayDequeue,
+    /// EEVDF (6.12+): a delayed task leaves (or is woken) with its
+    /// positive lag clipped to 0.
+    DelayZero,
 }
 
 /// All switches, in display order.
@@ -323,6 +329,18 @@ pub const FEATURES: &[FeatureDesc] = &[
         name: "NOHZ_IDLE",
         default: false,
         doc: "CONFIG_NO_HZ_IDLE as Linux 6.x runs it on a machine without a cpuidle driver (HLT idle): a CPU stops its tick when it enters idle (nohz_balance_enter_idle: counted idle in nr_busy_cpus from then, blocked load no longer decayed by its own tick) until its first busy tick (nohz_balance_exit_idle); a busy CPU's tick kicks an idle load balancer (nohz_balancer_kick: >= 2 tasks here or more than one busy CPU in the LLC for a balance kick; stale blocked load for a stats kick; a CPU newly tickless for a next_balance collation) by IPI, and that CPU balances and updates blocked load on behalf of every tickless idle CPU (_nohz_idle_balance). Off: every CPU ticks, and a CPU idle at a tick counts as tickless",
+    },
+    FeatureDesc {
+        feat: Feat::DelayDequeue,
+        name: "DELAY_DEQUEUE",
+        default: false,
+        doc: "EEVDF delayed dequeue as Linux 6.12 runs it (on by default there; Peter Zijlstra's 'sched/fair: Implement delayed dequeue', v6.12): a task that blocks while not eligible (negative lag) stays on its runqueue, marked sched_delayed, still counted in the queue's load, nr_running and V but not in its runnable signal, until pick_eevdf picks it (then it is dequeued, and the pick repeats) or a wakeup finds it still queued (ttwu_runnable: it is requeued where it is, with no select_task_rq, no wake_affine and no migration); the balancer may move it like any queued task, and it stays delayed on the destination. Needs --pick eevdf (CFS has no eligibility; ignored there). Off: a blocking task leaves its queue at once (6.6-6.11)",
+    },
+    FeatureDesc {
+        feat: Feat::DelayZero,
+        name: "DELAY_ZERO",
+        default: true,
+        doc: "with DELAY_DEQUEUE: a delayed task's positive lag is clipped to 0 when its dequeue completes at the pick (finish_delayed_dequeue_entity) and when a wakeup requeues it (requeue_delayed_entity re-places it at V), so it cannot earn credit while queued asleep ('sched/fair: Implement DELAY_ZERO', v6.12; on by default there). No effect without DELAY_DEQUEUE",
     },
 ];
 

@@ -88,7 +88,9 @@ fn wake_affine_idle_rules(
             this_cpu
         });
     }
-    if sync && core.nr_running(this_cpu) == 1 {
+    // 6.12.y (by 6.12.67): delayed-dequeue tasks do not count, so a waker
+    // alone with sleepers still queued behind it takes the wakee.
+    if sync && core.nr_running(this_cpu) - core.nr_delayed(this_cpu) == 1 {
         return Some(this_cpu);
     }
     // Seed 000 (Lawall, v5.11): an idle prev_cpu wins over the load test.

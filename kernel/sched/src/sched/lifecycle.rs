@@ -320,7 +320,10 @@ impl<P: SchedPolicy> Scheduler<P> {
             };
         }
         if core.rqs[prev].curr == Some(p) {
-            return self.wake_up_on_cpu(core, p, prev, now);
+            return self.wake_up_on_cpu(core, p, prev, waker_cpu, wake_flags, now);
+        }
+        if core.tasks[p].se.sched_delayed {
+            return self.ttwu_runnable(core, p, prev, waker_cpu, wake_flags, now);
         }
         // p stays homed on prev while prev is held; it goes into transit
         // (owned by this wakeup) only when prev's lock is let go.
@@ -505,14 +508,20 @@ impl<P: SchedPolicy> Scheduler<P> {
 
     /// Wakeup of a task that blocked but has not been switched out yet (still
     /// `curr`, Linux's `p->on_cpu` window): it is re-queued as curr on its
-    /// own CPU, like `ttwu_runnable()`.
+    /// own CPU, like `ttwu_runnable()` (requeued if its dequeue was
+    /// delayed).
     fn wake_up_on_cpu(
         &self,
         mut core: SchedCore<'_>,
         p: TaskId,
         cpu: CpuId,
+        waker_cpu: CpuId,
+        wake_flags: WakeFlags,
         now: u64,
     ) -> WakeupResult {
+        if core.tasks[p].se.sched_delayed {
+            return self.ttwu_runnable(core, p, cpu, waker_cpu, wake_flags, now);
+        }
         let now = core.update_rq_clock(cpu, now);
         core.stats.wake.nr_wakeups += 1;
         core.tasks[p].stats.nr_wakeups += 1;
@@ -523,6 +532,48 @@ impl<P: SchedPolicy> Scheduler<P> {
         };
         self.policy.enqueue(&mut core, cpu, p, ef, now);
         core.tasks[p].state = TaskState::Running;
+        WakeupResult {
+            task: p,
+            cpu,
+            resched: core.take_resched(),
+        }
+    }
+
+    /// `try_to_wake_up()` finding `p` still queued on `cpu` (held) because
+    /// its dequeue was delayed (DELAY_DEQUEUE): `ttwu_runnable()`, which
+    /// Linux runs before `select_task_rq`, so there is no placement, no
+    /// `record_wakee` and no migration: `p` is requeued where it is and
+    /// checked for preemption there. The wakeup is counted as `ttwu_stat`
+    /// counts one (local when `cpu` is the waker's).
+    fn ttwu_runnable(
+        &self,
+        mut core: SchedCore<'_>,
+        p: TaskId,
+        cpu: CpuId,
+        waker_cpu: CpuId,
+        wake_flags: WakeFlags,
+        now: u64,
+    ) -> WakeupResult {
+        let now = core.update_rq_clock(cpu, now);
+        core.ttwu_runnable_delayed(cpu, p, now);
+        core.stats.wake.nr_wakeups += 1;
+        let ts = &mut core.tasks[p].stats;
+        ts.nr_wakeups += 1;
+        if wake_flags.has(WakeFlags::SYNC) {
+            ts.nr_wakeups_sync += 1;
+            core.stats.wake.nr_wakeups_sync += 1;
+        }
+        if cpu == waker_cpu {
+            core.rqs[cpu].ttwu_local += 1;
+            core.stats.wake.nr_wakeups_local += 1;
+        } else {
+            core.stats.wake.nr_wakeups_remote += 1;
+            // The waker's counter, under the waker's lock (p's first let
+            // go, as the other wakeup paths take them in turn).
+            core.unlock(cpu);
+            core.lock_also(waker_cpu);
+        }
+        core.rqs[waker_cpu].ttwu_count += 1;
         WakeupResult {
             task: p,
             cpu,
@@ -586,9 +637,23 @@ impl<P: SchedPolicy> Scheduler<P> {
     }
 
     pub(crate) fn block_locked(&self, core: &mut SchedCore<'_>, cpu: CpuId, now: u64) -> TaskId {
+        self.deactivate_curr(core, cpu, false, now)
+    }
+
+    /// `deactivate_task(DEQUEUE_SLEEP)` of `cpu`'s current task (with
+    /// DEQUEUE_SPECIAL when `special`: never delayed).
+    fn deactivate_curr(
+        &self,
+        core: &mut SchedCore<'_>,
+        cpu: CpuId,
+        special: bool,
+        now: u64,
+    ) -> TaskId {
         let now = core.update_rq_clock(cpu, now);
         let p = core.rqs[cpu].curr.expect("block on an idle CPU");
         if core.tasks[p].se.on_rq {
+            // With DELAY_DEQUEUE the task may stay queued (sched_delayed)
+            // until it is picked or woken; it is asleep either way.
             self.policy.dequeue(
                 core,
                 cpu,
@@ -596,6 +661,7 @@ impl<P: SchedPolicy> Scheduler<P> {
                 DequeueFlags {
                     sleep: true,
                     migrate: false,
+                    special,
                 },
                 now,
             );
@@ -609,7 +675,10 @@ impl<P: SchedPolicy> Scheduler<P> {
     /// slot is freed at the next `schedule()`.
     pub fn exit(&self, cpu: CpuId, now: u64) -> TaskId {
         let mut core = self.shared.lock(cpu);
-        let p = self.block_locked(&mut core, cpu, now);
+        // Not delayed: Linux delays an ineligible exiting task like any
+        // sleeper and `task_dead_fair` finishes the dequeue right after
+        // the switch, so only the pick in between would see it in V.
+        let p = self.deactivate_curr(&mut core, cpu, true, now);
         core.remove_entity_load_avg(p);
         core.tasks[p].state = TaskState::Dead;
         core.stats.rq.nr_exits += 1;

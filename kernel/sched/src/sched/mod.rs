@@ -8,6 +8,8 @@
 //! (`pick_next_task_fair` + `sched_balance_newidle`), `sched_tick()` +
 //! `sched_balance_trigger()`, `deactivate_task()` and `do_exit()`.
 
+#[cfg(test)]
+mod delay_tests;
 mod lifecycle;
 mod nohz;
 #[cfg(test)]

@@ -39,10 +39,16 @@ impl InvariantChecker {
                     .tasks
                     .get(id)
                     .ok_or_else(|| format!("cpu{cpu}: dead task {id:?} queued"))?;
-                if t.state != TaskState::Runnable || !t.se.on_rq || t.cpu != cpu {
+                // Queued and waiting, or asleep with its dequeue delayed.
+                let state_ok = if t.se.sched_delayed {
+                    t.state == TaskState::Sleeping
+                } else {
+                    t.state == TaskState::Runnable
+                };
+                if !state_ok || !t.se.on_rq || t.cpu != cpu {
                     return Err(format!(
-                        "cpu{cpu}: queued {id:?} has state {:?} on_rq {} cpu {}",
-                        t.state, t.se.on_rq, t.cpu
+                        "cpu{cpu}: queued {id:?} has state {:?} on_rq {} cpu {} delayed {}",
+                        t.state, t.se.on_rq, t.cpu, t.se.sched_delayed
                     ));
                 }
                 tree_w += t.weight();
@@ -63,8 +69,17 @@ impl InvariantChecker {
                     return Err(format!("cpu{cpu}: curr {c:?} thinks it is on cpu{}", t.cpu));
                 }
                 if t.se.on_rq {
-                    if t.state != TaskState::Running {
-                        return Err(format!("cpu{cpu}: curr {c:?} state {:?}", t.state));
+                    // A delayed curr blocked and has not been switched out.
+                    let want = if t.se.sched_delayed {
+                        TaskState::Sleeping
+                    } else {
+                        TaskState::Running
+                    };
+                    if t.state != want {
+                        return Err(format!(
+                            "cpu{cpu}: curr {c:?} state {:?} delayed {}",
+                            t.state, t.se.sched_delayed
+                        ));
                     }
                     members.push(c);
                 }
@@ -74,6 +89,16 @@ impl InvariantChecker {
                 return Err(format!(
                     "cpu{cpu}: nr_running {} but {} entities",
                     cfs.nr_running, nr
+                ));
+            }
+            let delayed = members
+                .iter()
+                .filter(|&&id| core.tasks[id].se.sched_delayed)
+                .count() as u32;
+            if delayed != cfs.nr_delayed {
+                return Err(format!(
+                    "cpu{cpu}: nr_delayed {} but {delayed} delayed entities",
+                    cfs.nr_delayed
                 ));
             }
             let w: u64 = members.iter().map(|&id| core.tasks[id].weight()).sum();
@@ -138,8 +163,12 @@ impl InvariantChecker {
                 TaskState::Runnable | TaskState::Running if !queued => {
                     return Err(format!("{:?} is {:?} but on no runqueue", t.id, t.state));
                 }
+                TaskState::Sleeping if queued && t.se.sched_delayed => {}
                 TaskState::Sleeping | TaskState::Dead if queued => {
                     return Err(format!("{:?} is {:?} but queued", t.id, t.state));
+                }
+                _ if t.se.sched_delayed && !queued => {
+                    return Err(format!("{:?} is delayed but on no runqueue", t.id));
                 }
                 _ => {}
             }

@@ -309,6 +309,24 @@ counters!(
 );
 
 counters!(
+    /// EEVDF delayed dequeue (DELAY_DEQUEUE; all 0 without it).
+    DelayStats {
+        /// Blocks that left the task queued (`set_delayed`).
+        delayed,
+        /// Wakeups that found it still queued and requeued it where it
+        /// was (`ttwu_runnable` → `requeue_delayed_entity`): no placement.
+        requeued,
+        /// ... of them re-placed at V because their lag had become
+        /// positive (DELAY_ZERO).
+        requeued_replaced,
+        /// Delayed tasks the pick dequeued (`pick_next_entity`).
+        picked,
+        /// Delayed tasks moved by the balancer (they stay delayed).
+        migrated,
+    }
+);
+
+counters!(
     /// Runqueue-level events.
     RqStats {
         /// Context switches (next != prev).
@@ -347,6 +365,8 @@ pub struct SchedStats {
     pub rq: RqStats,
     /// NOHZ idle balancing (written only when something happened).
     pub nohz: NohzStats,
+    /// Delayed dequeue (written only when something happened).
+    pub delay: DelayStats,
     /// Migrations by reason and distance.
     pub migrations: MigrationStats,
     /// Runqueue wait time (ns from enqueue/put-back to pick).
@@ -372,6 +392,7 @@ impl SchedStats {
             lb_by_domain: Vec::with_capacity(MAX_DOMAIN_LEVELS),
             rq: RqStats::default(),
             nohz: NohzStats::default(),
+            delay: DelayStats::default(),
             migrations: MigrationStats::default(),
             wait_ns: Log2Histogram::default(),
             scan_len: Log2Histogram::default(),
@@ -409,6 +430,7 @@ impl SchedStats {
         }
         d.rq = self.rq.since(&before.rq);
         d.nohz = self.nohz.since(&before.nohz);
+        d.delay = self.delay.since(&before.delay);
         for (r, row) in d.migrations.counts.iter_mut().enumerate() {
             for (c, x) in row.iter_mut().enumerate() {
                 *x = self.migrations.counts[r][c].saturating_sub(before.migrations.counts[r][c]);
@@ -433,6 +455,7 @@ impl SchedStats {
         }
         self.rq.accumulate(&o.rq);
         self.nohz.accumulate(&o.nohz);
+        self.delay.accumulate(&o.delay);
         for (row, orow) in self.migrations.counts.iter_mut().zip(&o.migrations.counts) {
             for (x, y) in row.iter_mut().zip(orow) {
                 *x += y;
@@ -468,6 +491,10 @@ impl SchedStats {
         if self.nohz != NohzStats::default() {
             w.write_str(",\"nohz\":")?;
             self.nohz.write_json(w)?;
+        }
+        if self.delay != DelayStats::default() {
+            w.write_str(",\"delay\":")?;
+            self.delay.write_json(w)?;
         }
         w.write_str(",\"migrations\":")?;
         self.migrations.write_json(w)?;

@@ -325,6 +325,13 @@ impl PickDiscipline for Cfs {
     #[inline]
     fn update_entity_lag(self, _: &CfsRq, _: &mut impl Tasks, _: &SchedConfig, _: TaskId) {}
 
+    /// v5.11 has no delayed dequeue (it came with EEVDF's eligibility,
+    /// v6.12): a blocking entity always leaves.
+    #[inline]
+    fn delay_dequeue(self, _: &CfsRq, _: &impl Tasks, _: &SchedConfig, _: TaskId) -> bool {
+        false
+    }
+
     /// v5.11 `dequeue_entity()`: without DEQUEUE_SLEEP,
     /// `se->vruntime -= cfs_rq->min_vruntime` (after `update_curr`, which
     /// may have moved it if this entity held it back; before

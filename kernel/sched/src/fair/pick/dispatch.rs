@@ -95,6 +95,11 @@ impl PickDiscipline for PickPolicy {
     }
 
     #[inline(always)]
+    fn delay_dequeue(self, cfs: &CfsRq, tasks: &impl Tasks, cfg: &SchedConfig, id: TaskId) -> bool {
+        dispatch!(self, |d| d.delay_dequeue(cfs, tasks, cfg, id))
+    }
+
+    #[inline(always)]
     fn dequeue_detach(self, cfs: &CfsRq, se: &mut SchedEntity, flags: DequeueFlags) {
         dispatch!(self, |d| d.dequeue_detach(cfs, se, flags))
     }

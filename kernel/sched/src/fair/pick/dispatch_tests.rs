@@ -85,7 +85,7 @@ type Step<D> = fn(D, &mut CfsRq, &mut TaskTable, &SchedConfig, &[TaskId]) -> Str
 /// Every step of `d`, each on a fresh queue built by `build`, as (step,
 /// result, queue and tasks after).
 fn probe<D: PickDiscipline>(build: impl PickDiscipline, d: D) -> Vec<(&'static str, String)> {
-    let steps: [(&'static str, Step<D>); 14] = [
+    let steps: [(&'static str, Step<D>); 15] = [
         ("name", |d, _, _, _, _| d.name().into()),
         ("tree_key", |d, _, a, _, ids| {
             format!("{}", d.tree_key(&a[ids[0]].se))
@@ -121,11 +121,18 @@ fn probe<D: PickDiscipline>(build: impl PickDiscipline, d: D) -> Vec<(&'static s
             d.update_entity_lag(q, a, cfg, ids[2]);
             String::new()
         }),
+        ("delay_dequeue", |d, q, a, cfg, ids| {
+            // With the switch on: curr (ahead of V) may stay, A may not.
+            let mut c = *cfg;
+            c.features.set(crate::features::Feat::DelayDequeue, true);
+            format!("{:?}", [ids[3], ids[0]].map(|p| d.delay_dequeue(q, a, &c, p)))
+        }),
         ("dequeue_detach", |d, q, a, _, ids| {
             // Not a sleep (a migration); a sleep changes nothing in either.
             let flags = DequeueFlags {
                 sleep: false,
                 migrate: true,
+                special: false,
             };
             d.dequeue_detach(q, &mut a[ids[2]].se, flags);
             String::new()

@@ -169,7 +169,8 @@ pub fn check_preempt_wakeup(
     // Each task's policy is looked up once: the hook runs on every wakeup.
     let p_policy = tasks[p].policy;
     let p_idle = p_policy == TaskPolicy::Idle;
-    if cfg.features.has(Feat::NextBuddy) && !is_fork {
+    // 6.12: never a delayed wakee (one the balancer just attached).
+    if cfg.features.has(Feat::NextBuddy) && !is_fork && !tasks[p].se.sched_delayed {
         super::cfs::set_buddy(&mut cfs.next, p, p_policy);
     }
     if need_resched {
@@ -270,6 +271,13 @@ impl PickDiscipline for Eevdf {
     #[inline]
     fn update_entity_lag(self, cfs: &CfsRq, tasks: &mut impl Tasks, cfg: &SchedConfig, id: TaskId) {
         update_entity_lag(cfs, tasks, cfg, id);
+    }
+
+    /// 6.12+ `dequeue_entity()`: with DELAY_DEQUEUE an entity that is not
+    /// eligible (`!entity_eligible()`, curr counted in V) stays queued.
+    #[inline]
+    fn delay_dequeue(self, cfs: &CfsRq, tasks: &impl Tasks, cfg: &SchedConfig, id: TaskId) -> bool {
+        cfg.features.has(Feat::DelayDequeue) && !cfs.vruntime_eligible(tasks, tasks[id].se.vruntime)
     }
 
     /// 6.12+ `dequeue_entity()`, PLACE_REL_DEADLINE: without DEQUEUE_SLEEP
