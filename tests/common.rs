@@ -26,6 +26,8 @@ pub struct Boot {
     pub idle: &'static str,
     /// Scheduling policy name.
     pub policy: &'static str,
+    /// Fair-class pick (`--pick`; empty = the default, CFS).
+    pub pick: &'static str,
     /// Scheduler feature switches (`--features`).
     pub features: &'static str,
     /// Scheduler trace events per CPU (0 = no trace).
@@ -47,6 +49,7 @@ impl Boot {
             seed: None,
             idle: "hlt",
             policy: "fair",
+            pick: "",
             features: "",
             trace: 0,
             firmware: Firmware::Bios,
@@ -62,15 +65,21 @@ impl Boot {
     /// Boots and returns the result (panics on infrastructure errors).
     pub fn run(&self) -> RunResult {
         let launcher = Launcher::from_env().expect("kernel build products");
+        let defaults = BootConfig::default();
         let config = BootConfig {
             experiment: self.experiment.into(),
+            pick: if self.pick.is_empty() {
+                defaults.pick.clone()
+            } else {
+                self.pick.into()
+            },
             args: self.args.into(),
             idle: self.idle.into(),
             policy: self.policy.into(),
             features: self.features.into(),
             trace: self.trace,
             seed: self.seed,
-            ..BootConfig::default()
+            ..defaults
         };
         let qemu = QemuConfig {
             machine: self.machine.clone(),

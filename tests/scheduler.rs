@@ -311,6 +311,32 @@ fn tickless_idle_runs_the_stress_books_balanced() {
     assert!(u(&n["kicks"]) > 0 && u(&n["ilb_runs"]) > 0, "{n}");
 }
 
+/// EEVDF with 6.12's delayed dequeue on the kernel: sleepers that block
+/// ahead of V stay queued until picked or woken, on real threads, and
+/// nothing is lost.
+#[test]
+fn delayed_dequeue_runs_the_stress_books_balanced() {
+    let mut b = Boot::new("stress");
+    b.machine = small_smp();
+    b.pick = "eevdf";
+    b.features = "DELAY_DEQUEUE";
+    b.args = "threads:8,duration_ms:500,seed:3";
+    b.timeout = Duration::from_secs(240);
+    let r = b.expect(Outcome::Success);
+    let c = r.record("sched_config").unwrap();
+    assert!(
+        c["features"]
+            .as_str()
+            .is_some_and(|f| f.split(',').any(|x| x == "DELAY_DEQUEUE")),
+        "{c}"
+    );
+    let s = r.record("stress").unwrap();
+    assert_eq!(s["balanced"], true, "{s}");
+    let d = &s["sched"]["delay"];
+    assert!(u(&d["delayed"]) > 0, "{d}");
+    assert!(u(&d["picked"]) + u(&d["requeued"]) > 0, "{d}");
+}
+
 /// A workload with more threads than the machine's memory holds fails
 /// before it creates any, naming the heap it would need (instead of a
 /// panic part-way through its forks).

@@ -125,7 +125,10 @@ fn probe<D: PickDiscipline>(build: impl PickDiscipline, d: D) -> Vec<(&'static s
             // With the switch on: curr (ahead of V) may stay, A may not.
             let mut c = *cfg;
             c.features.set(crate::features::Feat::DelayDequeue, true);
-            format!("{:?}", [ids[3], ids[0]].map(|p| d.delay_dequeue(q, a, &c, p)))
+            format!(
+                "{:?}",
+                [ids[3], ids[0]].map(|p| d.delay_dequeue(q, a, &c, p))
+            )
         }),
         ("dequeue_detach", |d, q, a, _, ids| {
             // Not a sleep (a migration); a sleep changes nothing in either.
