@@ -367,8 +367,23 @@ const SRIKAR_V3: &[Feat] = &[
     Feat::SisSkipBusyLlcs,
 ];
 
+/// The switches that make the core's balancing and EEVDF follow Linux 6.12
+/// where they differ from the defaults (5.10-era balancing, every CPU
+/// ticking, no delayed dequeue).
+const LINUX_6_12: &[Feat] = &[
+    Feat::ImbPct117,
+    Feat::ImbalancedActiveBalance,
+    Feat::DelayDequeue,
+    Feat::NohzIdle,
+];
+
 /// All aliases.
 pub const ALIASES: &[FeatureAlias] = &[
+    FeatureAlias {
+        name: "LINUX_6_12",
+        feats: LINUX_6_12,
+        doc: "Linux 6.12 as the rig runs it (Debian 6.12.117: EEVDF, CONFIG_NO_HZ_FULL without nohz_full= CPUs, so every idle CPU is tickless): IMB_PCT_117, IMBALANCED_ACTIVE_BALANCE, DELAY_DEQUEUE, NOHZ_IDLE. Use it with --pick eevdf (under CFS only the balancing and tickless parts act). Not modelled either way: group scheduling, util_est, uclamp",
+    },
     FeatureAlias {
         name: "SRIKAR_V3",
         feats: SRIKAR_V3,

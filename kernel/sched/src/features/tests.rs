@@ -55,3 +55,22 @@ fn wakee_modes_are_exclusive() {
     assert!(f.has(Feat::WakeeCrossCore) && !f.has(Feat::WakeeStacked));
     assert!(!f.has(Feat::WakeeUnbound));
 }
+
+#[test]
+fn linux_6_12_sets_what_6_12_changes() {
+    let f = Features::parse("LINUX_6_12").unwrap();
+    for x in [
+        Feat::ImbPct117,
+        Feat::ImbalancedActiveBalance,
+        Feat::DelayDequeue,
+        Feat::NohzIdle,
+    ] {
+        assert!(f.has(x), "{x:?}");
+    }
+    // DELAY_ZERO and the 6.x EEVDF switches are on by default already.
+    assert!(f.has(Feat::DelayZero) && f.has(Feat::RunToParity) && f.has(Feat::PlaceLag));
+    assert_eq!(
+        Features::parse("LINUX_6_12,NO_LINUX_6_12").unwrap(),
+        Features::default()
+    );
+}
