@@ -165,7 +165,7 @@ fn start_scheduler(m: &machine::Machine, cfg: &BootConfig, features: sched::Feat
         Err(e) => fail("config", &e),
     };
     let mut sc = sched::SchedConfig::new(nr, pick);
-    sc.features = features;
+    sc.set_features(features);
     sc.tunables.tick_ns = 1_000_000_000 / cfg.hz as u64;
     let policy = match sched::policies::by_name(&cfg.policy) {
         Ok(p) => p,

@@ -74,7 +74,19 @@ impl SchedConfig {
 
     /// Replace the feature set by `defaults + s` (see [`Features::parse`]).
     pub fn with_features(mut self, s: &str) -> Result<Self, String> {
-        self.features = Features::parse(s).map_err(|e| e.to_string())?;
+        self.set_features(Features::parse(s).map_err(|e| e.to_string())?);
         Ok(self)
+    }
+
+    /// Replace the feature set, and the tunables the switches set with it
+    /// (`BASE_SLICE_700US`: the normalized base slice).
+    pub fn set_features(&mut self, f: Features) {
+        self.features = f;
+        let normalized = if f.has(crate::features::Feat::BaseSlice700us) {
+            crate::tunables::NORMALIZED_BASE_SLICE_700US_NS
+        } else {
+            crate::tunables::NORMALIZED_BASE_SLICE_NS
+        };
+        self.tunables.base_slice_ns = normalized * self.tunables.factor;
     }
 }

@@ -23,6 +23,8 @@ pub const NORMALIZED_MIN_GRANULARITY_NS: u64 = 750_000;
 pub const NORMALIZED_WAKEUP_GRANULARITY_NS: u64 = 1_000_000;
 /// `normalized_sysctl_sched_base_slice` (EEVDF 6.6-6.14).
 pub const NORMALIZED_BASE_SLICE_NS: u64 = 750_000;
+/// ... from v6.15 (and 6.12.y kernels with the backport; BASE_SLICE_700US).
+pub const NORMALIZED_BASE_SLICE_700US_NS: u64 = 700_000;
 /// `sysctl_sched_migration_cost` (not scaled).
 pub const SCHED_MIGRATION_COST_NS: u64 = 500_000;
 /// `sysctl_sched_nr_migrate` (non-RT default).
@@ -120,5 +122,22 @@ mod tests {
         let t1 = Tunables::for_cpus(1);
         assert_eq!(t1.sched_latency_ns, 6_000_000);
         assert_eq!(t1.ms_to_ticks(8), 8);
+    }
+
+    #[test]
+    fn base_slice_700us_gives_the_rigs_slice() {
+        use crate::config::{PickPolicy, SchedConfig};
+        // 0.70 ms x (1 + ilog2(8)): the rig's 6.12.117 reports 2800000.
+        let c = |f: &str| {
+            SchedConfig::new(8, PickPolicy::Eevdf)
+                .with_features(f)
+                .unwrap()
+                .tunables
+                .base_slice_ns
+        };
+        assert_eq!(c(""), 3_000_000);
+        assert_eq!(c("BASE_SLICE_700US"), 2_800_000);
+        assert_eq!(c("LINUX_6_12"), 2_800_000);
+        assert_eq!(c("LINUX_6_12,NO_BASE_SLICE_700US"), 3_000_000);
     }
 }

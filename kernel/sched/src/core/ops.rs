@@ -88,9 +88,13 @@ impl SchedCore<'_> {
         entity::enqueue_entity(&mut rq.cfs, &mut self.tasks, cfg, p, flags, now);
         let t = &mut self.tasks[p];
         t.cpu = cpu;
-        // A delayed task the balancer moved stays asleep on its new queue.
-        if rq.curr != Some(p) && !t.se.sched_delayed {
-            t.state = TaskState::Runnable;
+        if rq.curr != Some(p) {
+            // A delayed task the balancer moved stays asleep on its new
+            // queue; like any queued task it keeps (or gets) the stamp
+            // that orders it for the balancer (`lru_tasks`).
+            if !t.se.sched_delayed {
+                t.state = TaskState::Runnable;
+            }
             if t.wait_start == 0 {
                 t.wait_start = now.max(1);
             }
@@ -126,6 +130,9 @@ impl SchedCore<'_> {
         let cfg = self.cfg;
         let rq = &mut self.rqs[cpu];
         entity::finish_delayed_dequeue(&mut rq.cfs, &mut self.tasks, cfg, p, now);
+        // Asleep: no wait is recorded (Linux's schedstat ends one here,
+        // counting the delayed sleep as runqueue wait).
+        self.tasks[p].wait_start = 0;
     }
 
     /// `ttwu_runnable()` of a delayed task of `cpu` (held, clock updated):
@@ -139,13 +146,13 @@ impl SchedCore<'_> {
         }
         self.stats.delay.requeued += 1;
         let t = &mut self.tasks[p];
+        // `wait_start` stays as the put-back set it: the requeue keeps the
+        // task's place in the balancer's order (Linux does not move it in
+        // `cfs_tasks`) and its schedstat wait, which began at the put-back.
         if self.rqs[cpu].curr == Some(p) {
             t.state = TaskState::Running;
         } else {
             t.state = TaskState::Runnable;
-            if t.wait_start == 0 {
-                t.wait_start = now.max(1);
-            }
             self.check_preempt_curr(cpu, p, false, now);
         }
     }

@@ -32,9 +32,9 @@ pub struct DequeueFlags {
     pub sleep: bool,
     /// The task is being migrated by the balancer (DO_DETACH).
     pub migrate: bool,
-    /// DEQUEUE_SPECIAL: a sleep that may not be delayed (Linux: stopped,
-    /// traced and frozen tasks; here the exit path, whose delay Linux
-    /// undoes in `task_dead_fair` right after the switch).
+    /// DEQUEUE_SPECIAL: a sleep that may not be delayed (Linux's special
+    /// task states: stopped, traced, parked, frozen and dead; here the
+    /// exit path).
     pub special: bool,
 }
 

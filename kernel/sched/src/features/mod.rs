@@ -110,6 +110,9 @@ pub enum Feat {
     /// EEVDF (6.12+): a delayed task leaves (or is woken) with its
     /// positive lag clipped to 0.
     DelayZero,
+    /// EEVDF: a 0.70 ms base slice (6.15, backported to 6.12.y) instead of
+    /// 0.75 ms.
+    BaseSlice700us,
 }
 
 /// All switches, in display order.
@@ -342,6 +345,12 @@ pub const FEATURES: &[FeatureDesc] = &[
         default: true,
         doc: "with DELAY_DEQUEUE: a delayed task's positive lag is clipped to 0 when its dequeue completes at the pick (finish_delayed_dequeue_entity) and when a wakeup requeues it (requeue_delayed_entity re-places it at V), so it cannot earn credit while queued asleep ('sched/fair: Implement DELAY_ZERO', v6.12; on by default there). No effect without DELAY_DEQUEUE",
     },
+    FeatureDesc {
+        feat: Feat::BaseSlice700us,
+        name: "BASE_SLICE_700US",
+        default: false,
+        doc: "EEVDF: normalized_sysctl_sched_base_slice 0.70 ms instead of 0.75 ms (times the CPU-count factor), as in v6.15 ('sched: Reduce the default slice to avoid tasks getting an extra tick') and in the 6.12.y kernels that took it: the rig's Debian 6.12.117 reports base_slice_ns 2800000 on 8 CPUs. Read when the configuration is made, so it holds for the whole run. Off: 0.75 ms (6.6-6.14, 6.12.20)",
+    },
 ];
 
 /// A name standing for several switches: a patch series applied together,
@@ -369,12 +378,13 @@ const SRIKAR_V3: &[Feat] = &[
 
 /// The switches that make the core's balancing and EEVDF follow Linux 6.12
 /// where they differ from the defaults (5.10-era balancing, every CPU
-/// ticking, no delayed dequeue).
+/// ticking, no delayed dequeue, 6.6-6.14's base slice).
 const LINUX_6_12: &[Feat] = &[
     Feat::ImbPct117,
     Feat::ImbalancedActiveBalance,
     Feat::DelayDequeue,
     Feat::NohzIdle,
+    Feat::BaseSlice700us,
 ];
 
 /// All aliases.
@@ -382,7 +392,7 @@ pub const ALIASES: &[FeatureAlias] = &[
     FeatureAlias {
         name: "LINUX_6_12",
         feats: LINUX_6_12,
-        doc: "Linux 6.12 as the rig runs it (Debian 6.12.117: EEVDF, CONFIG_NO_HZ_FULL without nohz_full= CPUs, so every idle CPU is tickless): IMB_PCT_117, IMBALANCED_ACTIVE_BALANCE, DELAY_DEQUEUE, NOHZ_IDLE. Use it with --pick eevdf (under CFS only the balancing and tickless parts act). Not modelled either way: group scheduling, util_est, uclamp",
+        doc: "Linux 6.12 as the rig runs it (Debian 6.12.117: EEVDF, CONFIG_NO_HZ_FULL without nohz_full= CPUs, so every idle CPU is tickless; base_slice_ns 2800000 on 8 CPUs): IMB_PCT_117, IMBALANCED_ACTIVE_BALANCE, DELAY_DEQUEUE, NOHZ_IDLE, BASE_SLICE_700US. Use it with --pick eevdf (under CFS only the balancing and tickless parts act). Not modelled either way: group scheduling, util_est, uclamp",
     },
     FeatureAlias {
         name: "SRIKAR_V3",

@@ -64,6 +64,7 @@ fn linux_6_12_sets_what_6_12_changes() {
         Feat::ImbalancedActiveBalance,
         Feat::DelayDequeue,
         Feat::NohzIdle,
+        Feat::BaseSlice700us,
     ] {
         assert!(f.has(x), "{x:?}");
     }

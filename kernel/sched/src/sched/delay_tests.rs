@@ -275,3 +275,22 @@ fn an_exiting_task_is_never_left_delayed() {
     assert_eq!(s.stats().delay, Default::default());
     check_invariants(&s);
 }
+
+#[test]
+fn a_requeue_keeps_the_balancers_order() {
+    // Linux's requeue_delayed_entity does not touch cfs_tasks, the list
+    // detach_tasks walks from its oldest end: a delayed task woken after c
+    // was queued is still older than c. `lru_tasks` orders by the stamps.
+    let s = up("DELAY_DEQUEUE");
+    let (a, _) = block_after(&s, 0, MS, MS / 2);
+    let put_back = s.task(a).wait_start;
+    assert_eq!(put_back, MS + MS / 2, "stamped at its put-back");
+    let c = s
+        .wake_up_new_task_on(None, 0, 0, TaskPolicy::Normal, 2 * MS)
+        .task;
+    s.wake_up(a, 0, false, 3 * MS);
+    let (ta, tc) = (s.task(a), s.task(c));
+    assert_eq!(ta.wait_start, put_back, "the requeue keeps its place");
+    assert!(ta.wait_start.max(ta.se.exec_start) < tc.wait_start.max(tc.se.exec_start));
+    check_invariants(&s);
+}

@@ -641,7 +641,7 @@ impl<P: SchedPolicy> Scheduler<P> {
     }
 
     /// `deactivate_task(DEQUEUE_SLEEP)` of `cpu`'s current task (with
-    /// DEQUEUE_SPECIAL when `special`: never delayed).
+    /// DEQUEUE_SPECIAL when `special`, as for TASK_DEAD: never delayed).
     fn deactivate_curr(
         &self,
         core: &mut SchedCore<'_>,
@@ -675,9 +675,9 @@ impl<P: SchedPolicy> Scheduler<P> {
     /// slot is freed at the next `schedule()`.
     pub fn exit(&self, cpu: CpuId, now: u64) -> TaskId {
         let mut core = self.shared.lock(cpu);
-        // Not delayed: Linux delays an ineligible exiting task like any
-        // sleeper and `task_dead_fair` finishes the dequeue right after
-        // the switch, so only the pick in between would see it in V.
+        // Never delayed: TASK_DEAD is a special state, so `try_to_block_task`
+        // dequeues it with DEQUEUE_SPECIAL (`task_dead_fair`'s delayed branch
+        // is defensive).
         let p = self.deactivate_curr(&mut core, cpu, true, now);
         core.remove_entity_load_avg(p);
         core.tasks[p].state = TaskState::Dead;

@@ -215,6 +215,12 @@ impl<P: SchedPolicy> Scheduler<P> {
                     c.tasks[pv].wait_start = now.max(1);
                     prev_requeued = true;
                 }
+                // Blocked but delayed (DELAY_DEQUEUE): back in the tree,
+                // stamped like any put-back (`update_stats_wait_start_fair`
+                // for an on_rq prev; the balancer's order reads it).
+                TaskState::Sleeping if c.tasks[pv].se.sched_delayed => {
+                    c.tasks[pv].wait_start = now.max(1);
+                }
                 _ => {}
             }
             c.rqs[cpu].curr = None;
