@@ -22,6 +22,29 @@ pub struct SdState {
     pub max_newidle_lb_cost: u64,
     /// `last_decay_max_lb_cost` (ns).
     pub last_decay_max_lb_cost: u64,
+    /// NI_RANDOM: newly idle passes counted (`newidle_call`).
+    pub newidle_call: u32,
+    /// NI_RANDOM: their weighted successes (`newidle_success`).
+    pub newidle_success: u32,
+    /// NI_RANDOM: the success ratio out of 1,024 (`newidle_ratio`).
+    pub newidle_ratio: u32,
+}
+
+impl SdState {
+    /// `sd_init()`'s balancing state for a level whose minimum interval is
+    /// `min_interval_ms`; the newly idle statistics start at 50 % success.
+    pub fn new(min_interval_ms: u64) -> Self {
+        SdState {
+            last_balance: 0,
+            balance_interval_ms: min_interval_ms,
+            nr_balance_failed: 0,
+            max_newidle_lb_cost: 0,
+            last_decay_max_lb_cost: 0,
+            newidle_call: 512,
+            newidle_success: 256,
+            newidle_ratio: 512,
+        }
+    }
 }
 
 /// Spare move lists per runqueue: one per list alive at once (a pass's
@@ -57,6 +80,8 @@ pub struct Rq {
     pub next_balance: u64,
     /// Per-domain balancing state, index = attached domain level.
     pub sd: Vec<SdState>,
+    /// NI_RANDOM's die (`sched_rnd_state`, per CPU).
+    pub ni_rng: crate::balance::ni_random::Lfsr113,
     /// Mainline nr_busy_cpus state (`sd_llc->nohz_idle`): counted as idle.
     pub nohz_idle: bool,
     /// NOHZ_IDLE: the tick is stopped in idle (`rq->nohz_tick_stopped`;
@@ -112,14 +137,9 @@ impl Rq {
             next_balance: 0,
             sd: min_intervals_ms
                 .iter()
-                .map(|&ms| SdState {
-                    last_balance: 0,
-                    balance_interval_ms: ms,
-                    nr_balance_failed: 0,
-                    max_newidle_lb_cost: 0,
-                    last_decay_max_lb_cost: 0,
-                })
+                .map(|&ms| SdState::new(ms))
                 .collect(),
+            ni_rng: crate::balance::ni_random::Lfsr113::new(cpu as u64),
             nohz_idle: false,
             nohz_tick_stopped: false,
             has_blocked_load: false,

@@ -77,9 +77,22 @@ pub fn rebalance_domains(core: &mut SchedCore, cpu: CpuId, now: u64) -> Migratio
     moved
 }
 
-/// `update_newidle_cost()`.
-fn update_newidle_cost(core: &mut SchedCore, cpu: CpuId, level: usize, cost: u64, now: u64) {
+/// `update_newidle_cost(sd, cost, success)` after a newly idle pass; the
+/// success statistics are kept only with NI_RANDOM, their one reader.
+fn update_newidle_cost(
+    core: &mut SchedCore,
+    cpu: CpuId,
+    level: usize,
+    cost: u64,
+    success: Option<u32>,
+    now: u64,
+) {
     let st = &mut core.rqs[cpu].sd[level];
+    if let Some(s) = success
+        && cost != 0
+    {
+        super::ni_random::update_newidle_stats(st, s);
+    }
     if cost > st.max_newidle_lb_cost {
         st.max_newidle_lb_cost = cost;
         st.last_decay_max_lb_cost = now;
@@ -116,10 +129,30 @@ pub fn newidle_balance(core: &mut SchedCore, cpu: CpuId, now: u64) -> Migrations
         let sd = &core.topo.sd(cpu)[level];
         if sd.flags.contains(SD_BALANCE_NEWIDLE) {
             let cost = NEWIDLE_COST_PER_CPU_NS * sd.span.weight() as u64;
+            // NI_RANDOM: run the pass in proportion to its success rate.
+            let weight = if core.cfg.features.has(crate::features::Feat::NiRandom) {
+                let rq = &mut core.rqs[cpu];
+                match super::ni_random::roll(&mut rq.sd[level], &mut rq.ni_rng) {
+                    Some(w) => Some(w),
+                    None => {
+                        core.stats.ni.skipped += 1;
+                        continue;
+                    }
+                }
+            } else {
+                None
+            };
+            let before = moved.len();
             let r = load_balance(core, cpu, level, CpuIdleType::NewlyIdle, now);
             core.append_migrations(cpu, &mut moved, r.moved);
-            update_newidle_cost(core, cpu, level, cost, now);
             curr_cost += cost;
+            let pulled = moved.len() > before;
+            if weight.is_some() {
+                core.stats.ni.ran += 1;
+                core.stats.ni.pulled += u64::from(pulled);
+            }
+            let success = weight.map(|w| w * u32::from(pulled));
+            update_newidle_cost(core, cpu, level, cost, success, now);
         }
         if !moved.is_empty() || core.rqs[cpu].nr_running() > 0 {
             break;

@@ -18,6 +18,7 @@
 pub mod domains;
 pub mod fbg;
 pub mod lb;
+pub mod ni_random;
 pub mod nohz;
 pub mod stats;
 

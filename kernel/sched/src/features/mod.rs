@@ -113,6 +113,9 @@ pub enum Feat {
     /// EEVDF: a 0.70 ms base slice (6.15, backported to 6.12.y) instead of
     /// 0.75 ms.
     BaseSlice700us,
+    /// Newly idle balancing in proportion to its success rate (Dec 2025,
+    /// mainline and 6.12.y).
+    NiRandom,
 }
 
 /// All switches, in display order.
@@ -346,6 +349,12 @@ pub const FEATURES: &[FeatureDesc] = &[
         doc: "with DELAY_DEQUEUE: a delayed task's positive lag is clipped to 0 when its dequeue completes at the pick (finish_delayed_dequeue_entity) and when a wakeup requeues it (requeue_delayed_entity re-places it at V), so it cannot earn credit while queued asleep ('sched/fair: Implement DELAY_ZERO', v6.12; on by default there). No effect without DELAY_DEQUEUE",
     },
     FeatureDesc {
+        feat: Feat::NiRandom,
+        name: "NI_RANDOM",
+        default: false,
+        doc: "sched_balance_newidle runs a domain's pass only if a 1,024-sided die (the per-CPU prandom_u32_state) shows at most 1 + the domain's success ratio, which starts at 50 % and counts skipped passes as failures and a run's success weighted by the inverse of its odds (Peter Zijlstra's 'sched/fair: Proportional newidle balance', December 2025, mainline and the 6.1.y/6.12.y stable series; on in the rig's 6.12.117). Off: every pass the cost test allows runs, as before it",
+    },
+    FeatureDesc {
         feat: Feat::BaseSlice700us,
         name: "BASE_SLICE_700US",
         default: false,
@@ -378,13 +387,15 @@ const SRIKAR_V3: &[Feat] = &[
 
 /// The switches that make the core's balancing and EEVDF follow Linux 6.12
 /// where they differ from the defaults (5.10-era balancing, every CPU
-/// ticking, no delayed dequeue, 6.6-6.14's base slice).
+/// ticking, no delayed dequeue, 6.6-6.14's base slice, every newly idle
+/// pass run).
 const LINUX_6_12: &[Feat] = &[
     Feat::ImbPct117,
     Feat::ImbalancedActiveBalance,
     Feat::DelayDequeue,
     Feat::NohzIdle,
     Feat::BaseSlice700us,
+    Feat::NiRandom,
 ];
 
 /// All aliases.
@@ -392,7 +403,7 @@ pub const ALIASES: &[FeatureAlias] = &[
     FeatureAlias {
         name: "LINUX_6_12",
         feats: LINUX_6_12,
-        doc: "Linux 6.12 as the rig runs it (Debian 6.12.117: EEVDF, CONFIG_NO_HZ_FULL without nohz_full= CPUs, so every idle CPU is tickless; base_slice_ns 2800000 on 8 CPUs): IMB_PCT_117, IMBALANCED_ACTIVE_BALANCE, DELAY_DEQUEUE, NOHZ_IDLE, BASE_SLICE_700US. Use it with --pick eevdf (under CFS only the balancing and tickless parts act). Not modelled either way: group scheduling, util_est, uclamp",
+        doc: "Linux 6.12 as the rig runs it (Debian 6.12.117: EEVDF, CONFIG_NO_HZ_FULL without nohz_full= CPUs, so every idle CPU is tickless; base_slice_ns 2800000 on 8 CPUs): IMB_PCT_117, IMBALANCED_ACTIVE_BALANCE, DELAY_DEQUEUE, NOHZ_IDLE, BASE_SLICE_700US, NI_RANDOM. Use it with --pick eevdf (under CFS only the balancing and tickless parts act). Not modelled either way: group scheduling, util_est, uclamp",
     },
     FeatureAlias {
         name: "SRIKAR_V3",

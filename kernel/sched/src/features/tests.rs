@@ -65,6 +65,7 @@ fn linux_6_12_sets_what_6_12_changes() {
         Feat::DelayDequeue,
         Feat::NohzIdle,
         Feat::BaseSlice700us,
+        Feat::NiRandom,
     ] {
         assert!(f.has(x), "{x:?}");
     }

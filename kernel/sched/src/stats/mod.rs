@@ -327,6 +327,18 @@ counters!(
 );
 
 counters!(
+    /// NI_RANDOM's newly idle passes (all 0 without it).
+    NiStats {
+        /// Domain passes the die skipped.
+        skipped,
+        /// Domain passes the die let run.
+        ran,
+        /// ... of them that pulled a task.
+        pulled,
+    }
+);
+
+counters!(
     /// Runqueue-level events.
     RqStats {
         /// Context switches (next != prev).
@@ -367,6 +379,8 @@ pub struct SchedStats {
     pub nohz: NohzStats,
     /// Delayed dequeue (written only when something happened).
     pub delay: DelayStats,
+    /// NI_RANDOM (written only when something happened).
+    pub ni: NiStats,
     /// Migrations by reason and distance.
     pub migrations: MigrationStats,
     /// Runqueue wait time (ns from enqueue/put-back to pick).
@@ -393,6 +407,7 @@ impl SchedStats {
             rq: RqStats::default(),
             nohz: NohzStats::default(),
             delay: DelayStats::default(),
+            ni: NiStats::default(),
             migrations: MigrationStats::default(),
             wait_ns: Log2Histogram::default(),
             scan_len: Log2Histogram::default(),
@@ -431,6 +446,7 @@ impl SchedStats {
         d.rq = self.rq.since(&before.rq);
         d.nohz = self.nohz.since(&before.nohz);
         d.delay = self.delay.since(&before.delay);
+        d.ni = self.ni.since(&before.ni);
         for (r, row) in d.migrations.counts.iter_mut().enumerate() {
             for (c, x) in row.iter_mut().enumerate() {
                 *x = self.migrations.counts[r][c].saturating_sub(before.migrations.counts[r][c]);
@@ -456,6 +472,7 @@ impl SchedStats {
         self.rq.accumulate(&o.rq);
         self.nohz.accumulate(&o.nohz);
         self.delay.accumulate(&o.delay);
+        self.ni.accumulate(&o.ni);
         for (row, orow) in self.migrations.counts.iter_mut().zip(&o.migrations.counts) {
             for (x, y) in row.iter_mut().zip(orow) {
                 *x += y;
@@ -495,6 +512,10 @@ impl SchedStats {
         if self.delay != DelayStats::default() {
             w.write_str(",\"delay\":")?;
             self.delay.write_json(w)?;
+        }
+        if self.ni != NiStats::default() {
+            w.write_str(",\"ni\":")?;
+            self.ni.write_json(w)?;
         }
         w.write_str(",\"migrations\":")?;
         self.migrations.write_json(w)?;
