@@ -96,20 +96,23 @@ mod tests {
 
     #[test]
     fn lfsr113_steps_as_the_published_recurrence() {
-        // One step by hand from s = (2, 8, 16, 128), L'Ecuyer's recurrence
-        // b = ((s << q) ^ s) >> (k - s_bits); s = ((s & c) << s_shift) ^ b
-        // with (q, k-s, c, s) = (6,13,~1,18), (2,27,~7,2), (13,21,~15,7),
-        // (3,12,~127,13).
-        let mut g = Lfsr113 { s: [2, 8, 16, 128] };
-        let s1 = ((2u32 & 0xffff_fffe) << 18) ^ (((2u32 << 6) ^ 2) >> 13);
-        let s2 = ((8u32 & 0xffff_fff8) << 2) ^ (((8u32 << 2) ^ 8) >> 27);
-        let s3 = ((16u32 & 0xffff_fff0) << 7) ^ (((16u32 << 13) ^ 16) >> 21);
-        let s4 = ((128u32 & 0xffff_ff80) << 13) ^ (((128u32 << 3) ^ 128) >> 12);
-        assert_eq!(g.next_u32(), s1 ^ s2 ^ s3 ^ s4);
-        assert_eq!(
-            s1 ^ s2 ^ s3 ^ s4,
-            (2 << 18) ^ (8 << 2) ^ (16 << 7) ^ (128 << 13)
-        );
+        // L'Ecuyer's LFSR113 from its parameter table, (k, q, s) =
+        // (31, 6, 18), (29, 2, 2), (28, 13, 7), (25, 3, 13): for each
+        // component b = ((z << q) ^ z) >> (k - s), z = ((z & m_k) << s) ^ b
+        // with m_k the top k bits; the output is the four z's xor-ed.
+        const TABLE: [(u32, u32, u32); 4] = [(31, 6, 18), (29, 2, 2), (28, 13, 7), (25, 3, 13)];
+        let mut z = [12_345u32, 67_890, 13_579, 24_680];
+        let mut g = Lfsr113 { s: z };
+        for _ in 0..1000 {
+            let mut out = 0;
+            for (zi, &(k, q, sh)) in z.iter_mut().zip(&TABLE) {
+                let mask = u32::MAX << (32 - k);
+                let b = ((*zi << q) ^ *zi) >> (k - sh);
+                *zi = ((*zi & mask) << sh) ^ b;
+                out ^= *zi;
+            }
+            assert_eq!(g.next_u32(), out);
+        }
         // Seeding keeps every component above its minimum.
         for seed in 0..1000 {
             let g = Lfsr113::new(seed);
