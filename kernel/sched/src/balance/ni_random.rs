@@ -154,7 +154,8 @@ mod tests {
                 st.newidle_ratio = r;
                 if let Some(w) = roll(&mut st, &mut rng) {
                     ran += 1;
-                    assert_eq!(w, (1024 + (1 + r) / 2) / (1 + r));
+                    let odds = 1 + r;
+                    assert_eq!(w, (1024 + odds / 2) / odds);
                 }
             }
             let want = f64::from((r + 2).min(1024)) / 1024.0;
