@@ -11,7 +11,8 @@
 //!   enqueue and preemption check at once, or, with TTWU_QUEUE when
 //!   `ttwu_queue_cond` holds, the target CPU's wake list, which the target
 //!   activates after the reschedule IPI the result names), tracing the
-//!   wakeup;
+//!   wakeup; a thread whose dequeue the core delayed (DELAY_DEQUEUE) is
+//!   still queued, and the core requeues it where it is instead;
 //! - finds it still **runnable** (it has not reached `block()` yet): leaves
 //!   `wake_pending`, which makes its next `block()` return at once;
 //! - finds it **exited**: nothing (its task id may name another thread now).
