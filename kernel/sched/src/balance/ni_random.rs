@@ -9,8 +9,9 @@
 //! roll is at most `1 + ratio` (`sched_balance_newidle`); a skipped pass
 //! counts as a failure; a pass that runs counts its success weighted by the
 //! inverse of its probability, so the ratio estimates the success rate of
-//! every pass (`update_newidle_stats`, halving both counts every 1,024
-//! passes). The die is the kernel's `prandom_u32_state`, L'Ecuyer's
+//! every pass (`update_newidle_stats`: when `newidle_call` reaches 1,024 the
+//! ratio becomes the success count and both counts halve, so from the
+//! starting 512 calls the ratio is refreshed every 512 passes). The die is the kernel's `prandom_u32_state`, L'Ecuyer's
 //! four-component Tausworthe generator LFSR113 ([`Lfsr113`]), one per CPU;
 //! Linux seeds it from the boot's entropy, schedlab from the CPU number, so
 //! runs repeat exactly.
@@ -121,7 +122,7 @@ mod tests {
     }
 
     #[test]
-    fn the_ratio_is_the_weighted_success_rate_halved_every_1024_passes() {
+    fn the_ratio_is_refreshed_every_512_passes_as_the_calls_reach_1024() {
         // Start at 50 %: 512 calls, 256 successes, ratio 512. 512 more calls
         // with no success reach 1,024: ratio = 256, counts halved to 512 / 128.
         let mut st = sd();
