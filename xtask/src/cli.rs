@@ -57,7 +57,7 @@ pub enum Cmd {
         #[arg(long)]
         release: bool,
     },
-    /// List the experiments and topology presets.
+    /// List the experiments, topology presets, picks, policies and scheduler switches.
     List,
     /// Turn the log of a `calibrate` run (a bare-metal serial capture, or a
     /// QEMU run's `--results` file) into a simulator cost profile (TOML for

@@ -75,6 +75,36 @@ fn main() -> ExitCode {
                 let m = p.machine();
                 println!("  {:<16} {:>3} CPUs: {}", p.name, m.cpus(), p.mirrors);
             }
+            let picks: Vec<&str> = sched::PickPolicy::ALL.iter().map(|p| p.name()).collect();
+            println!(
+                "fair-class picks (--pick NAME): {}",
+                picks.join(", ").to_lowercase()
+            );
+            println!(
+                "policies (--policy NAME): {}",
+                sched::policies::POLICIES.join(", ")
+            );
+            println!(
+                "scheduler switches (--features NAME,NO_NAME,...; docs/scheduler.md, \"Feature switches\"):"
+            );
+            let names: Vec<String> = sched::features::FEATURES
+                .iter()
+                .map(|d| format!("{}{}", d.name, if d.default { " (on)" } else { "" }))
+                .collect();
+            for row in names.chunks(4) {
+                let cells: Vec<String> = row.iter().map(|n| format!("{n:<30}")).collect();
+                println!("  {}", cells.join("").trim_end());
+            }
+            println!("switch aliases:");
+            for a in sched::features::ALIASES {
+                let members: Vec<&str> = a
+                    .feats
+                    .iter()
+                    .filter_map(|f| sched::features::FEATURES.iter().find(|d| d.feat == *f))
+                    .map(|d| d.name)
+                    .collect();
+                println!("  {:<16} {}", a.name, members.join(","));
+            }
             Ok(0)
         }
     };
