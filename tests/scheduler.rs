@@ -311,30 +311,39 @@ fn tickless_idle_runs_the_stress_books_balanced() {
     assert!(u(&n["kicks"]) > 0 && u(&n["ilb_runs"]) > 0, "{n}");
 }
 
-/// EEVDF with 6.12's delayed dequeue on the kernel: sleepers that block
-/// ahead of V stay queued until picked or woken, on real threads, and
+/// EEVDF with every 6.12 switch (`LINUX_6_12`: delayed dequeue, tickless
+/// idle, proportional newidle balance, 6.x balancing, the 0.70 ms slice)
+/// on the kernel: sleepers that block ahead of V stay queued until picked
+/// or woken, newly idle passes roll their die, on real threads, and
 /// nothing is lost.
 #[test]
-fn delayed_dequeue_runs_the_stress_books_balanced() {
+fn linux_6_12_runs_the_stress_books_balanced() {
     let mut b = Boot::new("stress");
     b.machine = small_smp();
     b.pick = "eevdf";
-    b.features = "DELAY_DEQUEUE";
+    b.features = "LINUX_6_12";
     b.args = "threads:8,duration_ms:500,seed:3";
     b.timeout = Duration::from_secs(240);
     let r = b.expect(Outcome::Success);
     let c = r.record("sched_config").unwrap();
-    assert!(
-        c["features"]
-            .as_str()
-            .is_some_and(|f| f.split(',').any(|x| x == "DELAY_DEQUEUE")),
-        "{c}"
-    );
+    let features = c["features"].as_str().unwrap_or_default();
+    for f in [
+        "DELAY_DEQUEUE",
+        "NI_RANDOM",
+        "NOHZ_IDLE",
+        "BASE_SLICE_700US",
+    ] {
+        assert!(features.split(',').any(|x| x == f), "{f}: {c}");
+    }
+    // 0.70 ms x (1 + ilog2(4)) on 4 CPUs.
+    assert_eq!(c["base_slice_ns"], 2_100_000, "{c}");
     let s = r.record("stress").unwrap();
     assert_eq!(s["balanced"], true, "{s}");
     let d = &s["sched"]["delay"];
     assert!(u(&d["delayed"]) > 0, "{d}");
     assert!(u(&d["picked"]) + u(&d["requeued"]) > 0, "{d}");
+    let ni = &s["sched"]["ni"];
+    assert!(u(&ni["ran"]) + u(&ni["skipped"]) > 0, "{ni}");
 }
 
 /// A workload with more threads than the machine's memory holds fails
