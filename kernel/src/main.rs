@@ -166,6 +166,7 @@ fn start_scheduler(m: &machine::Machine, cfg: &BootConfig, features: sched::Feat
     };
     let mut sc = sched::SchedConfig::new(nr, pick);
     sc.set_features(features);
+    sc.rng_seed = cfg.seed.unwrap_or(0);
     sc.tunables.tick_ns = 1_000_000_000 / cfg.hz as u64;
     let policy = match sched::policies::by_name(&cfg.policy) {
         Ok(p) => p,

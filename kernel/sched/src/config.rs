@@ -56,6 +56,10 @@ pub struct SchedConfig {
     pub tunables: Tunables,
     /// Most tasks alive at once (size of the task directory).
     pub max_tasks: usize,
+    /// Seed of the per-CPU random state (`sched_rnd_state`, NI_RANDOM's
+    /// die): the run's `--seed` (0 without one), mixed with each CPU's
+    /// number. Linux seeds it from boot entropy.
+    pub rng_seed: u64,
 }
 
 /// Default [`SchedConfig::max_tasks`].
@@ -69,6 +73,7 @@ impl SchedConfig {
             features: Features::default(),
             tunables: Tunables::for_cpus(ncpus),
             max_tasks: DEFAULT_MAX_TASKS,
+            rng_seed: 0,
         }
     }
 

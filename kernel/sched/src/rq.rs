@@ -122,8 +122,9 @@ pub struct Rq {
 }
 
 impl Rq {
-    /// A fresh, idle runqueue with `nr_levels` domain levels.
-    pub fn new(cpu: CpuId, min_intervals_ms: &[u64], migration_cost: u64) -> Self {
+    /// A fresh, idle runqueue with `nr_levels` domain levels; `rng_seed`
+    /// is the run's random seed ([`crate::SchedConfig::rng_seed`]).
+    pub fn new(cpu: CpuId, min_intervals_ms: &[u64], migration_cost: u64, rng_seed: u64) -> Self {
         Rq {
             cpu,
             clock: 0,
@@ -139,7 +140,7 @@ impl Rq {
                 .iter()
                 .map(|&ms| SdState::new(ms))
                 .collect(),
-            ni_rng: crate::balance::ni_random::Lfsr113::new(cpu as u64),
+            ni_rng: crate::balance::ni_random::Lfsr113::new(rng_seed.rotate_left(32) ^ cpu as u64),
             nohz_idle: false,
             nohz_tick_stopped: false,
             has_blocked_load: false,

@@ -137,6 +137,7 @@ fn check(cfg: &Config) -> Result<(Workload, SchedConfig, DynPolicy), String> {
         return Err(format!("hz {} must be in 1..=10000", cfg.hz));
     }
     sc.tunables.tick_ns = 1_000_000_000 / u64::from(cfg.hz);
+    sc.rng_seed = cfg.seed;
     let policy = sched::policies::by_name(&cfg.policy)?;
     Ok((w, sc, policy))
 }

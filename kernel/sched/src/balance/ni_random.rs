@@ -13,8 +13,9 @@
 //! ratio becomes the success count and both counts halve, so from the
 //! starting 512 calls the ratio is refreshed every 512 passes). The die is the kernel's `prandom_u32_state`, L'Ecuyer's
 //! four-component Tausworthe generator LFSR113 ([`Lfsr113`]), one per CPU;
-//! Linux seeds it from the boot's entropy, schedlab from the CPU number, so
-//! runs repeat exactly.
+//! Linux seeds it from the boot's entropy, schedlab from the run's seed
+//! (`SchedConfig::rng_seed`) and the CPU number, so a run repeats exactly
+//! and each `--seed` rolls other dice.
 
 use crate::rq::SdState;
 
@@ -216,5 +217,24 @@ mod tests {
         assert_eq!(sd.newidle_call as u64, 512 + passes % 512);
         drop(c);
         check_invariants(&s);
+    }
+
+    #[test]
+    fn each_run_seed_rolls_other_dice_and_the_same_seed_the_same() {
+        use crate::config::{PickPolicy, SchedConfig};
+        use crate::sched::Scheduler;
+        use crate::topo::SchedTopo;
+        let dice = |seed: u64| {
+            let topo = SchedTopo::synthetic(&crate::testutil::spec(1, 2, 1, 1)).unwrap();
+            let mut cfg = SchedConfig::new(topo.nr_cpus, PickPolicy::Eevdf);
+            cfg.rng_seed = seed;
+            let s = Scheduler::new(topo, cfg);
+            let c = s.core();
+            [c.rqs[0].ni_rng, c.rqs[1].ni_rng]
+        };
+        assert_eq!(dice(7), dice(7));
+        assert_ne!(dice(7), dice(8));
+        let d = dice(0);
+        assert_ne!(d[0], d[1], "each CPU its own");
     }
 }

@@ -184,7 +184,12 @@ impl Shared {
                     .iter()
                     .map(|d| u64::from(d.min_interval_ms))
                     .collect();
-                Padded(Lock::new(Rq::new(c, &mins, cfg.tunables.migration_cost_ns)))
+                Padded(Lock::new(Rq::new(
+                    c,
+                    &mins,
+                    cfg.tunables.migration_cost_ns,
+                    cfg.rng_seed,
+                )))
             })
             .collect();
         let snap: Vec<Padded<RqSnap>> = (0..n).map(|_| Padded(RqSnap::default())).collect();
