@@ -52,6 +52,9 @@ pub fn check_on(args: &RunArgs, nr_cpus: u32) -> Result<()> {
     if args.backend == Backend::Qemu {
         memory(args, footprint, nr_cpus)?;
     }
+    for n in eevdf_only_notes(&cfg.pick, &cfg.features) {
+        eprintln!("xtask: note: {n}");
+    }
     if let Some(p) = &args.results {
         writable("--results", p)?;
     }
@@ -68,6 +71,31 @@ pub fn check_on(args: &RunArgs, nr_cpus: u32) -> Result<()> {
         writable("--console-log", p)?;
     }
     Ok(())
+}
+
+/// Switches that act only under EEVDF but were asked for (off by default)
+/// with another pick: one note each, so a CFS run does not silently lack
+/// what the user meant (`LINUX_6_12` under CFS keeps its balancing and
+/// tickless parts, so this is a note, not an error).
+pub fn eevdf_only_notes(pick: &str, features: &str) -> Vec<String> {
+    use sched::features::{FEATURES, Feat, Features};
+    if pick.eq_ignore_ascii_case("eevdf") {
+        return Vec::new();
+    }
+    let Ok(f) = Features::parse(features) else {
+        return Vec::new();
+    };
+    [Feat::DelayDequeue, Feat::BaseSlice700us]
+        .iter()
+        .filter(|&&x| f.has(x))
+        .filter_map(|&x| FEATURES.iter().find(|d| d.feat == x))
+        .map(|d| {
+            format!(
+                "{} acts only with --pick eevdf (this run's pick is {pick}): it changes nothing here",
+                d.name
+            )
+        })
+        .collect()
 }
 
 /// Checks the experiment's arguments exactly as the kernel will parse them.
@@ -223,6 +251,24 @@ pub fn writable(flag: &str, path: &Path) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn eevdf_only_switches_under_cfs_get_a_note() {
+        assert!(super::eevdf_only_notes("eevdf", "LINUX_6_12").is_empty());
+        assert!(super::eevdf_only_notes("cfs", "NOHZ_IDLE").is_empty());
+        let n = super::eevdf_only_notes("cfs", "LINUX_6_12");
+        assert_eq!(n.len(), 2, "{n:?}");
+        assert!(
+            n[0].starts_with("DELAY_DEQUEUE acts only with --pick eevdf"),
+            "{n:?}"
+        );
+        assert!(n[1].starts_with("BASE_SLICE_700US"), "{n:?}");
+        assert!(
+            super::eevdf_only_notes("cfs", "LINUX_6_12,NO_DELAY_DEQUEUE,NO_BASE_SLICE_700US")
+                .is_empty()
+        );
+    }
+
     use super::*;
     use crate::cli::{Cli, Cmd};
     use clap::Parser;

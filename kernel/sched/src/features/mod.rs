@@ -340,7 +340,7 @@ pub const FEATURES: &[FeatureDesc] = &[
         feat: Feat::DelayDequeue,
         name: "DELAY_DEQUEUE",
         default: false,
-        doc: "EEVDF delayed dequeue as Linux 6.12 runs it (on by default there; Peter Zijlstra's 'sched/fair: Implement delayed dequeue', v6.12): a task that blocks while not eligible (negative lag) stays on its runqueue, marked sched_delayed, still counted in the queue's load, nr_running and V but not in its runnable signal, until pick_eevdf picks it (then it is dequeued, and the pick repeats) or a wakeup finds it still queued (ttwu_runnable: it is requeued where it is, with no select_task_rq, no wake_affine and no migration); the balancer may move it like any queued task, and it stays delayed on the destination. Needs --pick eevdf (CFS has no eligibility; ignored there). Off: a blocking task leaves its queue at once (6.6-6.11)",
+        doc: "EEVDF delayed dequeue as Linux 6.12 runs it (on by default there; Peter Zijlstra's 'sched/fair: Implement delayed dequeue', v6.12): a task that blocks while not eligible (negative lag) stays on its runqueue, marked sched_delayed, still counted in the queue's load, nr_running and V but not in its runnable signal, until pick_eevdf picks it (then it is dequeued, and the pick repeats) or a wakeup finds it still queued (ttwu_runnable: it is requeued where it is, with no select_task_rq, no wake_affine and no migration); the balancer may move it like any queued task, and it stays delayed on the destination. Needs --pick eevdf (CFS has no eligibility; ignored there, and cargo xtask says so). Off: a blocking task leaves its queue at once (6.6-6.11)",
     },
     FeatureDesc {
         feat: Feat::DelayZero,
