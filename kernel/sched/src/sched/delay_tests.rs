@@ -150,6 +150,11 @@ fn a_wakeup_requeues_a_delayed_task_where_it_is_without_placement() {
         let (a, b) = block_after(&s, 0, MS, MS / 2);
         assert_eq!(s.task(a).se.sched_delayed, delay);
         let before = s.task(a).stats;
+        let remote0 = s.stats().wake.nr_wakeups_remote;
+        let (count1, local0) = {
+            let c = s.core();
+            (c.rqs[1].ttwu_count, c.rqs[0].ttwu_local)
+        };
         let r = s.wake_up(a, 1, false, 2 * MS);
         let t = s.task(a);
         if delay {
@@ -165,6 +170,13 @@ fn a_wakeup_requeues_a_delayed_task_where_it_is_without_placement() {
             let d = s.stats().delay;
             assert_eq!((d.delayed, d.requeued), (1, 1));
             assert_eq!(s.core().rqs[0].cfs.nr_delayed, 0);
+            // ttwu_stat: remote (the waker's CPU is not the task's), counted
+            // on the waker's runqueue, nothing local on the task's.
+            assert_eq!(s.stats().wake.nr_wakeups_remote, remote0 + 1);
+            let c = s.core();
+            assert_eq!(c.rqs[1].ttwu_count, count1 + 1);
+            assert_eq!(c.rqs[0].ttwu_local, local0);
+            drop(c);
         } else {
             assert_eq!((r.cpu, t.cpu), (1, 1), "the normal path moves it");
         }
