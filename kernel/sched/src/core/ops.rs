@@ -114,7 +114,7 @@ impl SchedCore<'_> {
             self.stats.delay.delayed += 1;
             return false;
         }
-        if self.tasks[p].se.sched_delayed {
+        if flags.migrate && self.tasks[p].se.sched_delayed {
             // Moved by the balancer (not a sleep): it stays delayed.
             self.stats.delay.migrated += 1;
         }

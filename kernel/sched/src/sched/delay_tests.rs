@@ -306,3 +306,30 @@ fn a_requeue_keeps_the_balancers_order() {
     assert!(ta.wait_start.max(ta.se.exec_start) < tc.wait_start.max(tc.se.exec_start));
     check_invariants(&s);
 }
+
+#[test]
+fn a_delayed_curr_blocked_again_or_exiting_before_the_switch() {
+    // This API lets a caller block the current task and schedule later
+    // (Linux's __schedule does both under one lock). A second block of a
+    // delayed curr changes nothing; its exit completes the dequeue.
+    let s = up("DELAY_DEQUEUE");
+    let a = s.wake_up_new_task(None, 0, 0, TaskPolicy::Normal, MS).task;
+    let b = s.wake_up_new_task(None, 0, 0, TaskPolicy::Normal, MS).task;
+    let first = s.schedule(0, MS).next.unwrap();
+    s.block(0, MS + MS / 2);
+    assert!(s.task(first).se.sched_delayed, "delayed, still curr");
+    s.block(0, MS + MS / 2);
+    {
+        let c = s.core();
+        assert_eq!((c.rqs[0].cfs.nr_running, c.rqs[0].cfs.nr_delayed), (2, 1));
+    }
+    check_invariants(&s);
+    s.exit(0, MS + MS / 2);
+    assert!(!s.task(first).se.sched_delayed && !s.task(first).se.on_rq);
+    assert_eq!(s.core().rqs[0].cfs.nr_delayed, 0);
+    let sw = s.schedule(0, MS + MS / 2);
+    assert_eq!(sw.next, Some(if first == a { b } else { a }));
+    assert!(s.try_task(first).is_none(), "freed");
+    assert_eq!(s.stats().delay.migrated, 0);
+    check_invariants(&s);
+}

@@ -651,7 +651,15 @@ impl<P: SchedPolicy> Scheduler<P> {
     ) -> TaskId {
         let now = core.update_rq_clock(cpu, now);
         let p = core.rqs[cpu].curr.expect("block on an idle CPU");
-        if core.tasks[p].se.on_rq {
+        if core.tasks[p].se.sched_delayed {
+            // It blocked already and is still curr (this API's window
+            // between `block` and `schedule`, which Linux's `__schedule`
+            // closes): blocking again changes nothing; exiting finishes the
+            // delayed dequeue (DEQUEUE_SPECIAL may not leave it queued).
+            if special {
+                core.finish_delayed_dequeue(cpu, p, now);
+            }
+        } else if core.tasks[p].se.on_rq {
             // With DELAY_DEQUEUE the task may stay queued (sched_delayed)
             // until it is picked or woken; it is asleep either way.
             self.policy.dequeue(
