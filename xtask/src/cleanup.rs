@@ -25,6 +25,12 @@ static LIVE: Mutex<Live> = Mutex::new(Live {
 });
 static KEEP: AtomicBool = AtomicBool::new(false);
 
+/// The signal xtask is ending on (0 = none): set by the signal thread
+/// before it kills the children, so the main thread, which may see its
+/// QEMU die of that SIGKILL first, leaves the exit (128 + this signal) to
+/// the signal thread instead of reporting QEMU's SIGKILL as its own.
+static EXITING_ON: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
 fn live() -> std::sync::MutexGuard<'static, Live> {
     LIVE.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -118,6 +124,17 @@ fn signal_name(sig: i32) -> &'static str {
     }
 }
 
+/// Called by `main` before it returns: if a signal is being handled, wait
+/// for the signal thread to finish the cleanup and exit with 128 + that
+/// signal (it always does: `process::exit` ends every thread).
+pub fn defer_to_signal() {
+    if EXITING_ON.load(Ordering::SeqCst) != 0 {
+        loop {
+            std::thread::park();
+        }
+    }
+}
+
 /// Installs the SIGINT/SIGTERM/SIGHUP handling and a panic hook that clean
 /// up before xtask ends. For `cargo xtask` itself (the tests do not need it).
 pub fn install() -> Result<()> {
@@ -127,6 +144,7 @@ pub fn install() -> Result<()> {
         .name("signals".into())
         .spawn(move || {
             if let Some(sig) = signals.forever().next() {
+                EXITING_ON.store(sig, Ordering::SeqCst);
                 let n = kill_all();
                 eprintln!(
                     "xtask: {} received: {n} child process(es) (QEMU, sweep runs) killed{}; exiting with status {}",

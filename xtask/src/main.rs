@@ -108,6 +108,9 @@ fn main() -> ExitCode {
             Ok(0)
         }
     };
+    // A signal's exit status is the signal thread's to give, even when this
+    // thread saw QEMU die of the cleanup's SIGKILL first.
+    xtask::cleanup::defer_to_signal();
     match result {
         Ok(code) => ExitCode::from(code as u8),
         Err(e) => {
