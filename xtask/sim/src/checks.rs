@@ -65,7 +65,7 @@ impl Checks {
             }
             let idle = rq.curr.is_none() && rq.nr_running() == 0;
             // Delayed-dequeue tasks are queued but asleep: not waiting.
-            let waiting = rq.nr_running() - rq.cfs.nr_delayed >= 2;
+            let waiting = rq.cfs.nr_runnable() >= 2;
             self.idle_since[cpu] = if idle {
                 Some(self.idle_since[cpu].unwrap_or(now))
             } else {

@@ -100,12 +100,13 @@ fn update_load_avg_se(
         let runnable = se.on_rq && !se.sched_delayed;
         pelt::update_task_load_avg(&mut se.avg, now, w, se.on_rq, runnable, running);
     }
+    let nr_runnable = u64::from(cfs.nr_runnable());
     pelt::update_cfs_rq_load_avg(
         &mut cfs.avg,
         &mut cfs.removed,
         now,
         cfs.load.weight,
-        u64::from(cfs.nr_running - cfs.nr_delayed),
+        nr_runnable,
         cfs.curr.is_some(),
     );
     match action {
@@ -122,12 +123,13 @@ fn update_load_avg_se(
 
 /// `update_cfs_rq_load_avg` alone (blocked-load decay, tick on idle).
 pub fn update_rq_load_avg(cfs: &mut CfsRq, now: u64) {
+    let nr_runnable = u64::from(cfs.nr_runnable());
     pelt::update_cfs_rq_load_avg(
         &mut cfs.avg,
         &mut cfs.removed,
         now,
         cfs.load.weight,
-        u64::from(cfs.nr_running - cfs.nr_delayed),
+        nr_runnable,
         cfs.curr.is_some(),
     );
 }
