@@ -107,12 +107,19 @@ impl SchedCore<'_> {
     pub fn dequeue_task(&mut self, cpu: CpuId, p: TaskId, flags: DequeueFlags, now: u64) -> bool {
         let cfg = self.cfg;
         let rq = &mut self.rqs[cpu];
-        if flags.sleep
-            && !flags.special
-            && entity::try_delay_dequeue(&mut rq.cfs, &mut self.tasks, cfg, p, now)
-        {
-            self.stats.delay.delayed += 1;
-            return false;
+        if flags.sleep && !flags.special {
+            match entity::try_delay_dequeue(&mut rq.cfs, &mut self.tasks, cfg, p, now) {
+                entity::SleepDequeue::Delayed => {
+                    self.stats.delay.delayed += 1;
+                    return false;
+                }
+                // Counted only where a delay was possible, so that runs
+                // without it keep their records (and CFS has no lag).
+                entity::SleepDequeue::DequeuedShared if cfg.delay_dequeue_on() => {
+                    self.stats.delay.eligible_shared += 1;
+                }
+                _ => {}
+            }
         }
         if flags.migrate && self.tasks[p].se.sched_delayed {
             // Moved by the balancer (not a sleep): it stays delayed.

@@ -235,25 +235,46 @@ pub fn dequeue_entity(
 /// DELAY_DEQUEUE): after `update_curr` and `clear_buddies`, an entity the
 /// pick says may stay ([`PickDiscipline::delay_dequeue`]: EEVDF, not
 /// eligible) gets its PELT update (still runnable up to now) and is marked
-/// `sched_delayed` (`set_delayed`), staying queued. Returns false, having
-/// done only the two shared first steps, when it must leave; the caller
-/// then dequeues it (whose `update_curr` finds nothing more to charge).
+/// `sched_delayed` (`set_delayed`), staying queued ([`SleepDequeue::Delayed`]).
+/// Otherwise, having done only the two shared first steps, it says whether
+/// the task shared its queue; the caller then dequeues it (whose
+/// `update_curr` finds nothing more to charge).
 pub fn try_delay_dequeue(
     cfs: &mut CfsRq,
     tasks: &mut impl Tasks,
     cfg: &SchedConfig,
     id: TaskId,
     now: u64,
-) -> bool {
+) -> SleepDequeue {
     update_curr(cfs, tasks, cfg, now);
     clear_buddies(cfs, id);
     if !cfg.pick.delay_dequeue(cfs, tasks, cfg, id) {
-        return false;
+        // Linux's rule leaves an eligible sleeper alone; which of those
+        // shared their queue is what the delay rate is made of (the
+        // `delay` record's `eligible_shared`).
+        return if cfs.nr_running > 1 {
+            SleepDequeue::DequeuedShared
+        } else {
+            SleepDequeue::DequeuedAlone
+        };
     }
     update_load_avg(cfs, tasks, id, now, PeltAction::None);
     tasks[id].se.sched_delayed = true;
     cfs.nr_delayed += 1;
-    true
+    SleepDequeue::Delayed
+}
+
+/// What [`try_delay_dequeue`] did with a sleeping task.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SleepDequeue {
+    /// Left queued, `sched_delayed` (DELAY_DEQUEUE, not eligible).
+    Delayed,
+    /// To be dequeued; another entity (queued, running or delayed) shares
+    /// its queue.
+    DequeuedShared,
+    /// To be dequeued; it was alone on its queue (then it is always
+    /// eligible: V is its own vruntime).
+    DequeuedAlone,
 }
 
 /// `dequeue_entities(DEQUEUE_SLEEP | DEQUEUE_DELAYED)` of a delayed entity

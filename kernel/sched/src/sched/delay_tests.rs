@@ -333,3 +333,34 @@ fn a_delayed_curr_blocked_again_or_exiting_before_the_switch() {
     assert_eq!(s.stats().delay.migrated, 0);
     check_invariants(&s);
 }
+
+#[test]
+fn eligible_sleepers_that_shared_their_queue_are_counted_and_lone_ones_are_not() {
+    // Linux's rule: a sleeper alone on its queue is always eligible (V is
+    // its own vruntime), so only blocks with another entity queued can be
+    // delayed; `eligible_shared` counts those that were not.
+    let s = up("DELAY_DEQUEUE");
+    let (_, b) = block_after(&s, 0, MS, MS / 2);
+    let d = s.stats().delay;
+    assert_eq!(
+        (d.delayed, d.eligible_shared),
+        (1, 0),
+        "the blocker ran ahead"
+    );
+    // b runs less than a's lead and blocks next to the delayed a.
+    let t = MS + MS / 2 + MS / 10;
+    s.block(0, t);
+    assert!(!s.task(b).se.on_rq);
+    let d = s.stats().delay;
+    assert_eq!((d.delayed, d.eligible_shared), (1, 1));
+    assert_eq!(s.schedule(0, t).next, None, "a picked alone and dequeued");
+    // A task alone on the queue runs and blocks: eligible, not counted.
+    let c = s
+        .wake_up_new_task_on(None, 0, 0, TaskPolicy::Normal, 2 * MS)
+        .task;
+    assert_eq!(s.schedule(0, 2 * MS).next, Some(c));
+    s.block_and_schedule(0, 3 * MS);
+    let d = s.stats().delay;
+    assert_eq!((d.delayed, d.eligible_shared, d.picked), (1, 1, 1));
+    check_invariants(&s);
+}

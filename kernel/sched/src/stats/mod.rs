@@ -313,6 +313,11 @@ counters!(
     DelayStats {
         /// Blocks that left the task queued (`set_delayed`).
         delayed,
+        /// Blocks dequeued at once because the task was still eligible
+        /// while another entity shared its queue (a task alone on its
+        /// queue is always eligible): with `delayed`, the blocks a delay
+        /// was possible for (counted only with DELAY_DEQUEUE under EEVDF).
+        eligible_shared,
         /// Wakeups that found it still queued and requeued it where it
         /// was (`ttwu_runnable` → `requeue_delayed_entity`): no placement.
         requeued,
