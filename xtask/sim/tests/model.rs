@@ -498,6 +498,17 @@ fn every_delayed_dequeue_ends_once_at_a_pick_or_a_wakeup() {
         "each delay ends once: {d}"
     );
     assert!(u(d, "requeued_replaced") <= u(d, "requeued"), "{d}");
+    // Every block a delay was possible for shared its queue; there are no
+    // more of them than sleeps, and each sleep was woken (all exited).
+    let wakeups = u(
+        &record(&delayed, "hackbench")["sched"]["wake"],
+        "nr_wakeups",
+    );
+    assert!(u(d, "eligible_shared") > 0, "{d}");
+    assert!(
+        u(d, "delayed") + u(d, "eligible_shared") <= wakeups,
+        "{d} against {wakeups} wakeups"
+    );
     assert!(
         record(&plain, "hackbench")["sched"].get("delay").is_none(),
         "no delay counters without the switch"
