@@ -33,6 +33,24 @@ fn run(cmd: &mut Command, what: &str) -> Result<()> {
     Ok(())
 }
 
+/// [`run`] for a child that works in a run folder (the image builder): it
+/// dies with xtask and is killed by a signal to xtask before the folder is
+/// removed (`cleanup`), so a signal during image creation leaves no process
+/// writing into a removed folder (before, the builder was neither tied nor
+/// registered, and outlived a SIGTERM that came while it ran).
+fn run_tied(cmd: &mut Command, what: &str) -> Result<()> {
+    crate::cleanup::tie_to_xtask(cmd);
+    let mut child = cmd.spawn().with_context(|| format!("starting {what}"))?;
+    crate::cleanup::register_qemu(child.id());
+    let status = child.wait();
+    crate::cleanup::unregister_qemu(child.id());
+    let status = status.with_context(|| format!("waiting for {what}"))?;
+    if !status.success() {
+        bail!("{what} failed ({status})");
+    }
+    Ok(())
+}
+
 /// Directory for build outputs.
 pub fn target_dir() -> PathBuf {
     project_root().join("target")
@@ -120,6 +138,6 @@ pub fn image(
         .arg(&img)
         .arg("--ramdisk")
         .arg(&ramdisk);
-    run(&mut cmd, "disk image creation")?;
+    run_tied(&mut cmd, "disk image creation")?;
     Ok(img)
 }
