@@ -66,12 +66,6 @@ pub struct SchedConfig {
 pub const DEFAULT_MAX_TASKS: usize = 16_384;
 
 impl SchedConfig {
-    /// A sleeping task can be left queued (DELAY_DEQUEUE under EEVDF;
-    /// CFS has no lag, so the switch does nothing there).
-    pub fn delay_dequeue_on(&self) -> bool {
-        self.pick == PickPolicy::Eevdf && self.features.has(crate::features::Feat::DelayDequeue)
-    }
-
     /// Linux defaults for `ncpus` CPUs with the given pick policy.
     pub fn new(ncpus: usize, pick: PickPolicy) -> Self {
         SchedConfig {

@@ -113,12 +113,12 @@ impl SchedCore<'_> {
                     self.stats.delay.delayed += 1;
                     return false;
                 }
-                // Counted only where a delay was possible, so that runs
-                // without it keep their records (and CFS has no lag).
-                entity::SleepDequeue::DequeuedShared if cfg.delay_dequeue_on() => {
+                // Only where a delay was possible, so runs without the
+                // switch keep their records (and CFS has no lag).
+                entity::SleepDequeue::EligibleShared => {
                     self.stats.delay.eligible_shared += 1;
                 }
-                _ => {}
+                entity::SleepDequeue::Dequeued => {}
             }
         }
         if flags.migrate && self.tasks[p].se.sched_delayed {

@@ -232,13 +232,13 @@ pub fn dequeue_entity(
 }
 
 /// `dequeue_entity(DEQUEUE_SLEEP)`'s delayed-dequeue branch (Linux 6.12,
-/// DELAY_DEQUEUE): after `update_curr` and `clear_buddies`, an entity the
-/// pick says may stay ([`PickDiscipline::delay_dequeue`]: EEVDF, not
-/// eligible) gets its PELT update (still runnable up to now) and is marked
-/// `sched_delayed` (`set_delayed`), staying queued ([`SleepDequeue::Delayed`]).
-/// Otherwise, having done only the two shared first steps, it says whether
-/// the task shared its queue; the caller then dequeues it (whose
-/// `update_curr` finds nothing more to charge).
+/// DELAY_DEQUEUE): after `update_curr` and `clear_buddies`, where the pick
+/// leaves sleepers queued ([`PickDiscipline::delays_sleepers`]: EEVDF with
+/// the switch), an entity that is not eligible (`entity_eligible`) gets its
+/// PELT update (still runnable up to now) and is marked `sched_delayed`
+/// (`set_delayed`), staying queued. Otherwise, having done only the two
+/// shared first steps, it says whether the task is to leave; the caller then
+/// dequeues it (whose `update_curr` finds nothing more to charge).
 pub fn try_delay_dequeue(
     cfs: &mut CfsRq,
     tasks: &mut impl Tasks,
@@ -248,14 +248,17 @@ pub fn try_delay_dequeue(
 ) -> SleepDequeue {
     update_curr(cfs, tasks, cfg, now);
     clear_buddies(cfs, id);
-    if !cfg.pick.delay_dequeue(cfs, tasks, cfg, id) {
-        // Linux's rule leaves an eligible sleeper alone; which of those
-        // shared their queue is what the delay rate is made of (the
-        // `delay` record's `eligible_shared`).
+    if !cfg.pick.delays_sleepers(cfg) {
+        return SleepDequeue::Dequeued;
+    }
+    if cfs.vruntime_eligible(tasks, tasks[id].se.vruntime) {
+        // Linux's rule leaves an eligible sleeper alone. One alone on its
+        // queue is always eligible (V is its own vruntime); those that
+        // shared it are what the delay rate is made of.
         return if cfs.nr_running > 1 {
-            SleepDequeue::DequeuedShared
+            SleepDequeue::EligibleShared
         } else {
-            SleepDequeue::DequeuedAlone
+            SleepDequeue::Dequeued
         };
     }
     update_load_avg(cfs, tasks, id, now, PeltAction::None);
@@ -267,14 +270,13 @@ pub fn try_delay_dequeue(
 /// What [`try_delay_dequeue`] did with a sleeping task.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SleepDequeue {
-    /// Left queued, `sched_delayed` (DELAY_DEQUEUE, not eligible).
+    /// Left queued, `sched_delayed` (not eligible).
     Delayed,
-    /// To be dequeued; another entity (queued, running or delayed) shares
-    /// its queue.
-    DequeuedShared,
-    /// To be dequeued; it was alone on its queue (then it is always
-    /// eligible: V is its own vruntime).
-    DequeuedAlone,
+    /// To be dequeued: eligible, though another entity (queued, running or
+    /// delayed) shared its queue, so a delay was possible.
+    EligibleShared,
+    /// To be dequeued: the pick never delays, or the task was alone.
+    Dequeued,
 }
 
 /// `dequeue_entities(DEQUEUE_SLEEP | DEQUEUE_DELAYED)` of a delayed entity

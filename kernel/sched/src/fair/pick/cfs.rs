@@ -328,7 +328,7 @@ impl PickDiscipline for Cfs {
     /// v5.11 has no delayed dequeue (it came with EEVDF's eligibility,
     /// v6.12): a blocking entity always leaves.
     #[inline]
-    fn delay_dequeue(self, _: &CfsRq, _: &impl Tasks, _: &SchedConfig, _: TaskId) -> bool {
+    fn delays_sleepers(self, _: &SchedConfig) -> bool {
         false
     }
 

@@ -95,8 +95,8 @@ impl PickDiscipline for PickPolicy {
     }
 
     #[inline(always)]
-    fn delay_dequeue(self, cfs: &CfsRq, tasks: &impl Tasks, cfg: &SchedConfig, id: TaskId) -> bool {
-        dispatch!(self, |d| d.delay_dequeue(cfs, tasks, cfg, id))
+    fn delays_sleepers(self, cfg: &SchedConfig) -> bool {
+        dispatch!(self, |d| d.delays_sleepers(cfg))
     }
 
     #[inline(always)]

@@ -127,7 +127,8 @@ fn probe<D: PickDiscipline>(build: impl PickDiscipline, d: D) -> Vec<(&'static s
             c.features.set(crate::features::Feat::DelayDequeue, true);
             format!(
                 "{:?}",
-                [ids[3], ids[0]].map(|p| d.delay_dequeue(q, a, &c, p))
+                [ids[3], ids[0]]
+                    .map(|p| d.delays_sleepers(&c) && !q.vruntime_eligible(a, a[p].se.vruntime))
             )
         }),
         ("dequeue_detach", |d, q, a, _, ids| {

@@ -276,8 +276,8 @@ impl PickDiscipline for Eevdf {
     /// 6.12+ `dequeue_entity()`: with DELAY_DEQUEUE an entity that is not
     /// eligible (`!entity_eligible()`, curr counted in V) stays queued.
     #[inline]
-    fn delay_dequeue(self, cfs: &CfsRq, tasks: &impl Tasks, cfg: &SchedConfig, id: TaskId) -> bool {
-        cfg.features.has(Feat::DelayDequeue) && !cfs.vruntime_eligible(tasks, tasks[id].se.vruntime)
+    fn delays_sleepers(self, cfg: &SchedConfig) -> bool {
+        cfg.features.has(Feat::DelayDequeue)
     }
 
     /// 6.12+ `dequeue_entity()`, PLACE_REL_DEADLINE: without DEQUEUE_SLEEP

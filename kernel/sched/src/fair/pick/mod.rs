@@ -105,10 +105,10 @@ pub trait PickDiscipline: Copy {
     /// (`update_entity_lag()`): remember what placement needs later.
     fn update_entity_lag(self, cfs: &CfsRq, tasks: &mut impl Tasks, cfg: &SchedConfig, id: TaskId);
 
-    /// `dequeue_entity(DEQUEUE_SLEEP)`'s DELAY_DEQUEUE test, after
-    /// `update_curr` and `clear_buddies`: may the blocking entity `id` stay
-    /// queued (`sched_delayed`) instead of leaving?
-    fn delay_dequeue(self, cfs: &CfsRq, tasks: &impl Tasks, cfg: &SchedConfig, id: TaskId) -> bool;
+    /// `dequeue_entity(DEQUEUE_SLEEP)`'s DELAY_DEQUEUE switch: may a
+    /// blocking entity that is not eligible stay queued (`sched_delayed`)
+    /// instead of leaving? (The eligibility test itself is the caller's.)
+    fn delays_sleepers(self, cfg: &SchedConfig) -> bool;
 
     /// `dequeue_entity()` after `account_entity_dequeue()`, before the final
     /// `update_min_vruntime()`: make the entity's virtual times independent
