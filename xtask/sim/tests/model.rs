@@ -509,8 +509,22 @@ fn every_delayed_dequeue_ends_once_at_a_pick_or_a_wakeup() {
         u(d, "delayed") + u(d, "eligible_shared") <= wakeups,
         "{d} against {wakeups} wakeups"
     );
-    assert!(
-        record(&plain, "hackbench")["sched"].get("delay").is_none(),
-        "no delay counters without the switch"
+    // The lag at each of those blocks: negative exactly for the delayed.
+    let lag = &record(&delayed, "hackbench")["sched"]["block_lag"];
+    assert_eq!(u(&lag["delayed"], "count"), u(d, "delayed"), "{lag}");
+    assert_eq!(
+        u(&lag["eligible"], "count"),
+        u(d, "eligible_shared"),
+        "{lag}"
     );
+    assert!(
+        u(&lag["delayed"], "max") > 0,
+        "a delayed lag is below 0: {lag}"
+    );
+    for section in ["delay", "block_lag"] {
+        assert!(
+            record(&plain, "hackbench")["sched"].get(section).is_none(),
+            "no {section} section without the switch"
+        );
+    }
 }

@@ -17,6 +17,9 @@ pub const NEWIDLE_COST_PER_CPU_NS: u64 = 200;
 /// One second, the max_newidle_lb_cost decay period.
 const DECAY_PERIOD_NS: u64 = 1_000_000_000;
 
+/// `sched_balance_newidle`'s starting `next_balance`, `jiffies + HZ`.
+const NEWIDLE_NEXT_BALANCE_NS: u64 = 1_000_000_000;
+
 /// `get_sd_balance_interval()` in ns.
 pub fn sd_balance_interval_ns(core: &SchedCore, cpu: CpuId, level: usize, busy: bool) -> u64 {
     let t = &core.cfg.tunables;
@@ -99,22 +102,41 @@ fn update_newidle_cost(
     }
 }
 
+/// `update_next_balance(sd, &next_balance)`: the idle (not busy) interval
+/// of `level` from its last balance, if it comes before `next_balance`.
+fn update_next_balance(core: &SchedCore, cpu: CpuId, level: usize, next_balance: &mut u64) {
+    let next =
+        core.rqs[cpu].sd[level].last_balance + sd_balance_interval_ns(core, cpu, level, false);
+    *next_balance = (*next_balance).min(next);
+}
+
 /// `sched_balance_newidle(this_rq)`: try to pull work before going idle.
+///
+/// Like Linux it stamps `idle_stamp` (the idle period a wakeup folds into
+/// `avg_idle`) and, on every exit after that, brings `rq->next_balance`
+/// forward to the idle interval of each domain it visited (of the lowest
+/// one when it does not balance), from one second ahead: a CPU that goes
+/// idle gets its periodic `CPU_IDLE` balance an idle interval after its
+/// domains' last balance, not a busy one.
 pub fn newidle_balance(core: &mut SchedCore, cpu: CpuId, now: u64) -> Migrations {
     let mut moved = Migrations::new();
     if core.rqs[cpu].nr_running() > 0 {
         return moved;
     }
-    if core.rqs[cpu].idle_stamp == 0 {
-        core.rqs[cpu].idle_stamp = now.max(1);
-    }
+    core.rqs[cpu].idle_stamp = now.max(1);
     core.stats.lb.newidle_count += 1;
+    let mut next_balance = now + NEWIDLE_NEXT_BALANCE_NS;
     // The root domain's `overloaded` flag: some CPU has more than one task.
     let overloaded = core.any_overloaded();
     let avg_idle = core.rqs[cpu].avg_idle;
     let nr_levels = core.topo.sd(cpu).len();
     if !overloaded || nr_levels == 0 || avg_idle < core.rqs[cpu].sd[0].max_newidle_lb_cost {
         core.stats.lb.newidle_skipped += 1;
+        if nr_levels > 0 {
+            update_next_balance(core, cpu, 0, &mut next_balance);
+        }
+        let rq = &mut core.rqs[cpu];
+        rq.next_balance = rq.next_balance.min(next_balance);
         if core.cfg.features.has(crate::features::Feat::NohzIdle) {
             super::nohz::nohz_newidle_balance(core, cpu, now);
         }
@@ -123,6 +145,7 @@ pub fn newidle_balance(core: &mut SchedCore, cpu: CpuId, now: u64) -> Migrations
     update_rq_load_avg(&mut core.rqs[cpu].cfs, now);
     let mut curr_cost = 0;
     for level in 0..nr_levels {
+        update_next_balance(core, cpu, level, &mut next_balance);
         if avg_idle < curr_cost + core.rqs[cpu].sd[level].max_newidle_lb_cost {
             break;
         }
@@ -160,6 +183,7 @@ pub fn newidle_balance(core: &mut SchedCore, cpu: CpuId, now: u64) -> Migrations
     }
     let rq = &mut core.rqs[cpu];
     rq.max_idle_balance_cost = rq.max_idle_balance_cost.max(curr_cost);
+    rq.next_balance = rq.next_balance.min(next_balance);
     if !moved.is_empty() {
         rq.idle_stamp = 0;
         core.stats.lb.newidle_pulled += 1;

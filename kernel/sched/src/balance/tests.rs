@@ -672,3 +672,91 @@ fn an_all_pinned_queue_is_skipped_and_the_next_busiest_balanced() {
     assert!(r.moved.is_empty());
     assert_eq!(s.stats().lb.lb_balanced, 1);
 }
+
+#[test]
+fn going_newly_idle_brings_the_next_balance_forward_to_the_idle_interval() {
+    // Linux's `sched_balance_newidle` calls `update_next_balance` (the
+    // interval with cpu_busy = 0) for the domains it visits, and for the
+    // lowest one when it does not balance, then moves `rq->next_balance`
+    // forward: a CPU that went idle balances an idle interval after its
+    // last balance, not the busy one its last busy tick scheduled.
+    let mut s = sched(&spec(1, 4, 1, 1), PickPolicy::Eevdf, "");
+    queue_on(&mut s, 1, 1, 1000);
+    // Past the busy interval from boot, so the tick's balance is due.
+    let t0 = 200_000_000;
+    s.tick(1, t0);
+    let (last, idle, busy) = {
+        let c = s.core();
+        let last = c.rqs[1].sd[0].last_balance;
+        (
+            last,
+            sd_balance_interval_ns(&c, 1, 0, false),
+            sd_balance_interval_ns(&c, 1, 0, true),
+        )
+    };
+    assert_eq!(last, t0, "the busy tick balanced");
+    assert!(idle < busy, "{idle} vs {busy}");
+    assert_eq!(s.core().rqs[1].next_balance, last + busy);
+    // The task blocks; nothing is overloaded, so newidle does not balance
+    // and takes the lowest domain's idle interval.
+    s.block(1, t0 + 100_000);
+    assert_eq!(s.schedule(1, t0 + 100_000).next, None);
+    assert_eq!(s.stats().lb.newidle_skipped, 1);
+    assert_eq!(s.core().rqs[1].next_balance, last + idle);
+    // The balance that is due then runs as CPU_IDLE at that tick.
+    let before = s.stats().lb.lb_count;
+    s.tick(1, last + idle);
+    assert!(
+        s.stats().lb.lb_count > before,
+        "balanced at the idle interval"
+    );
+}
+
+#[test]
+fn idle_stamp_survives_a_pick_so_the_next_wakeup_folds_the_whole_period() {
+    // Linux clears `idle_stamp` only in `ttwu_do_activate` (folding the
+    // period into avg_idle) or when newidle pulled; a CPU that got work
+    // from a fork keeps the stamp of its idle entry, and the next wakeup
+    // onto it folds everything since, capped at 2 * max_idle_balance_cost.
+    let s = sched(&spec(1, 2, 1, 1), PickPolicy::Eevdf, "");
+    let t = 1_000_000;
+    assert_eq!(s.schedule(1, t).next, None, "cpu1 goes idle");
+    let stamp = s.core().rqs[1].idle_stamp;
+    assert_eq!(stamp, t);
+    // Short idle periods before brought avg_idle down (it starts at its
+    // cap, 2 * migration_cost).
+    s.core().rqs[1].avg_idle = 100_000;
+    // Two tasks bound to cpu1 arrive by fork; one runs and blocks, the
+    // other runs on: cpu1 never goes idle again.
+    let a = s
+        .wake_up_new_task_bound(None, 1, 0, TaskPolicy::Normal, 2 * t)
+        .task;
+    let b = s
+        .wake_up_new_task_bound(None, 1, 0, TaskPolicy::Normal, 2 * t)
+        .task;
+    let first = s.schedule(1, 2 * t).next.expect("a forked task runs");
+    assert_eq!(
+        s.core().rqs[1].idle_stamp,
+        stamp,
+        "a pick does not clear it"
+    );
+    s.block(1, 3 * t);
+    let second = s.schedule(1, 3 * t).next;
+    assert_eq!(second, Some(if first == a { b } else { a }));
+    assert_eq!(s.core().rqs[1].idle_stamp, stamp);
+    let (avg0, max) = {
+        let c = s.core();
+        (c.rqs[1].avg_idle, 2 * c.rqs[1].max_idle_balance_cost)
+    };
+    // The blocked one is woken (bound, it stays on busy cpu1).
+    assert_eq!(s.wake_up(first, 1, false, 10 * t).cpu, 1);
+    let c = s.core();
+    let delta = (10 * t - stamp) as i64;
+    let expect = ((avg0 as i64 + (delta - avg0 as i64) / 8).max(0) as u64).min(max);
+    assert_eq!(c.rqs[1].avg_idle, expect);
+    assert!(
+        expect > avg0,
+        "the long period raised avg_idle: {avg0} -> {expect}"
+    );
+    assert_eq!(c.rqs[1].idle_stamp, 0, "the wakeup folded and cleared it");
+}

@@ -72,6 +72,16 @@ impl SchedCore<'_> {
         }
     }
 
+    /// The `resched_curr` an `update_curr` of `cpu`'s queue asked for
+    /// ([`crate::fair::CfsRq::resched`]), made once the operation that
+    /// called it is done.
+    #[inline]
+    pub fn resched_if_update_curr_asked(&mut self, cpu: CpuId) {
+        if core::mem::take(&mut self.rqs[cpu].cfs.resched) && self.rqs[cpu].curr.is_some() {
+            self.resched_curr(cpu);
+        }
+    }
+
     /// Drain the CPUs that need a reschedule.
     pub fn take_resched(&mut self) -> CpuList {
         core::mem::take(&mut self.resched)
@@ -86,6 +96,8 @@ impl SchedCore<'_> {
         debug_assert_eq!(self.shared.task_cpu(p), Some(cpu), "enqueue away from home");
         let rq = &mut self.rqs[cpu];
         entity::enqueue_entity(&mut rq.cfs, &mut self.tasks, cfg, p, flags, now);
+        self.resched_if_update_curr_asked(cpu);
+        let rq = &mut self.rqs[cpu];
         let t = &mut self.tasks[p];
         t.cpu = cpu;
         if rq.curr != Some(p) {
@@ -108,15 +120,19 @@ impl SchedCore<'_> {
         let cfg = self.cfg;
         let rq = &mut self.rqs[cpu];
         if flags.sleep && !flags.special {
-            match entity::try_delay_dequeue(&mut rq.cfs, &mut self.tasks, cfg, p, now) {
-                entity::SleepDequeue::Delayed => {
+            let verdict = entity::try_delay_dequeue(&mut rq.cfs, &mut self.tasks, cfg, p, now);
+            self.resched_if_update_curr_asked(cpu);
+            match verdict {
+                entity::SleepDequeue::Delayed { lag } => {
                     self.stats.delay.delayed += 1;
+                    self.stats.block_lag.record(lag);
                     return false;
                 }
                 // Only where a delay was possible, so runs without the
                 // switch keep their records (and CFS has no lag).
-                entity::SleepDequeue::EligibleShared => {
+                entity::SleepDequeue::EligibleShared { lag } => {
                     self.stats.delay.eligible_shared += 1;
+                    self.stats.block_lag.record(lag);
                 }
                 entity::SleepDequeue::Dequeued => {}
             }
@@ -127,6 +143,7 @@ impl SchedCore<'_> {
         }
         let rq = &mut self.rqs[cpu];
         entity::dequeue_entity(&mut rq.cfs, &mut self.tasks, cfg, p, flags, now);
+        self.resched_if_update_curr_asked(cpu);
         true
     }
 
@@ -290,6 +307,7 @@ impl SchedCore<'_> {
             }
             self.resched_curr(cpu);
         }
+        self.resched_if_update_curr_asked(cpu);
         preempt
     }
 

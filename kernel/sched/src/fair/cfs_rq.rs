@@ -48,6 +48,11 @@ pub struct CfsRq {
     pub last: Option<TaskId>,
     /// Skip buddy (CFS `sched_yield`).
     pub skip: Option<TaskId>,
+    /// `update_curr` found curr past its deadline with others queued
+    /// (EEVDF): Linux's `resched_curr` from inside `update_curr`, whoever
+    /// called it. The core turns it into a reschedule after the operation
+    /// ([`crate::core::SchedCore::resched_if_update_curr_asked`]).
+    pub resched: bool,
 }
 
 impl Default for CfsRq {
@@ -67,6 +72,7 @@ impl Default for CfsRq {
             next: None,
             last: None,
             skip: None,
+            resched: false,
         }
     }
 }

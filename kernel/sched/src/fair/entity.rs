@@ -51,7 +51,10 @@ pub enum PeltAction {
 
 /// `update_curr()`: charge the running entity. Returns true when the pick's
 /// [`PickDiscipline::update_deadline`] (EEVDF's `update_deadline()`)
-/// requests a reschedule.
+/// requests a reschedule, and then also sets [`CfsRq::resched`]: Linux
+/// 6.6+ calls `resched_curr` from `update_curr` itself (6.6-6.11 inside
+/// `update_deadline`), so a deadline that a wakeup, block or migration
+/// passes first reschedules as one the tick passes does.
 pub fn update_curr(cfs: &mut CfsRq, tasks: &mut impl Tasks, cfg: &SchedConfig, now: u64) -> bool {
     let Some(c) = cfs.curr else { return false };
     let nr_running = cfs.nr_running;
@@ -66,6 +69,7 @@ pub fn update_curr(cfs: &mut CfsRq, tasks: &mut impl Tasks, cfg: &SchedConfig, n
     let resched = cfg.pick.update_deadline(cfg, nr_running, se);
     if resched {
         clear_buddies(cfs, c);
+        cfs.resched = true;
     }
     cfs.update_min_vruntime(cfg.pick, tasks);
     resched
@@ -251,30 +255,50 @@ pub fn try_delay_dequeue(
     if !cfg.pick.delays_sleepers(cfg) {
         return SleepDequeue::Dequeued;
     }
-    if cfs.vruntime_eligible(tasks, tasks[id].se.vruntime) {
+    let vruntime = tasks[id].se.vruntime;
+    if cfs.vruntime_eligible(tasks, vruntime) {
         // Linux's rule leaves an eligible sleeper alone. One alone on its
         // queue is always eligible (V is its own vruntime); those that
         // shared it are what the delay rate is made of.
         return if cfs.nr_running > 1 {
-            SleepDequeue::EligibleShared
+            SleepDequeue::EligibleShared {
+                lag: block_lag(cfs, tasks, vruntime),
+            }
         } else {
             SleepDequeue::Dequeued
         };
     }
+    let lag = block_lag(cfs, tasks, vruntime);
     update_load_avg(cfs, tasks, id, now, PeltAction::None);
     tasks[id].se.sched_delayed = true;
     cfs.nr_delayed += 1;
-    SleepDequeue::Delayed
+    SleepDequeue::Delayed { lag }
+}
+
+/// The sleeper's lag at its block, `V - v_i` in virtual ns (Linux's
+/// `avg_vruntime() - se->vruntime`, unclamped: `entity_lag`'s limit is
+/// for the `vlag` it keeps, not for what is measured here). Its sign is
+/// exactly the eligibility test's verdict: `avg_vruntime` rounds the mean
+/// down, and for an integer key `floor(S / L) >= key` holds just when
+/// `S >= key * L`.
+fn block_lag(cfs: &CfsRq, tasks: &impl Tasks, vruntime: u64) -> i64 {
+    cfs.avg_vruntime(tasks).wrapping_sub(vruntime) as i64
 }
 
 /// What [`try_delay_dequeue`] did with a sleeping task.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SleepDequeue {
-    /// Left queued, `sched_delayed` (not eligible).
-    Delayed,
+    /// Left queued, `sched_delayed` (not eligible): `lag` < 0.
+    Delayed {
+        /// `V - v_i` at the block, virtual ns.
+        lag: i64,
+    },
     /// To be dequeued: eligible, though another entity (queued, running or
     /// delayed) shared its queue, so a delay was possible.
-    EligibleShared,
+    EligibleShared {
+        /// `V - v_i` at the block, virtual ns (>= 0).
+        lag: i64,
+    },
     /// To be dequeued: the pick never delays, or the task was alone.
     Dequeued,
 }

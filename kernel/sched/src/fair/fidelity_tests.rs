@@ -220,3 +220,43 @@ fn cfs_balance_migration_renormalises_around_update_curr() {
     c.move_queued_task(p, 1, MigrationReason::Balance, t0 + RUN);
     assert_eq!(c.tasks[p].se.vruntime, want);
 }
+
+#[test]
+fn a_deadline_a_wakeup_passes_first_reschedules_as_at_a_tick() {
+    // Linux 6.6+ `update_curr`: when curr's vruntime reaches its deadline
+    // (`update_deadline` returns true) and others are queued, it calls
+    // `resched_curr` itself, whoever called it. Here the first
+    // `update_curr` after the deadline is the wakee's `enqueue_entity`, with
+    // no tick between, and wakeup preemption is off (its own test is never
+    // reached): the CPU is rescheduled all the same; a wakeup before the
+    // deadline is not.
+    for (late, expect) in [(true, true), (false, false)] {
+        let mut s = sched(&spec(1, 1, 1, 1), PickPolicy::Eevdf, "NO_WAKEUP_PREEMPTION");
+        let w = crate::testutil::sleeper_on(&mut s, 0, 1_000_000);
+        let t1 = 2_000_000;
+        for _ in 0..2 {
+            s.wake_up_new_task_on(None, 0, 0, TaskPolicy::Normal, t1);
+        }
+        let x = s.schedule(0, t1).next.expect("one of the two runs");
+        let slice = s.core().cfg.tunables.base_slice_ns;
+        let (v, d) = {
+            let t = s.task(x);
+            (t.se.vruntime, t.se.deadline)
+        };
+        assert!(d > v && d - v <= slice, "a fresh request: {v} {d}");
+        let t2 = if late {
+            t1 + 2 * slice
+        } else {
+            t1 + (d - v) / 2
+        };
+        let r = s.wake_up(w, 0, false, t2);
+        assert_eq!(r.cpu, 0);
+        assert_eq!(r.resched.contains(&0), expect, "late {late}");
+        assert_eq!(s.core().rqs[0].need_resched, expect);
+        if late {
+            let t = s.task(x);
+            assert!(t.se.deadline > t.se.vruntime, "the request was renewed");
+        }
+        assert_eq!(s.stats().rq.wakeup_preempt, 0);
+    }
+}

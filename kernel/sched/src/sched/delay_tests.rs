@@ -1,4 +1,5 @@
-//! DELAY_DEQUEUE / DELAY_ZERO (EEVDF, Linux 6.12). Expected values come
+//! DELAY_DEQUEUE / DELAY_ZERO (EEVDF, Linux 6.12) and the lag at a block
+//! (`block_lag`). Expected values come
 //! from Linux's rules, not from this crate's output:
 //! - `dequeue_entity(DEQUEUE_SLEEP)` keeps an entity queued, marked
 //!   `sched_delayed`, iff it is not eligible (`entity_eligible`: lag < 0;
@@ -363,4 +364,37 @@ fn eligible_sleepers_that_shared_their_queue_are_counted_and_lone_ones_are_not()
     let d = s.stats().delay;
     assert_eq!((d.delayed, d.eligible_shared, d.picked), (1, 1, 1));
     check_invariants(&s);
+}
+
+#[test]
+fn the_lag_at_a_shared_block_is_v_minus_the_sleepers_vruntime() {
+    // Two nice-0 entities: V is their mean vruntime, rounded down
+    // (`avg_vruntime`), so a sleeper's lag V - v is half the other's
+    // vruntime minus its own, rounded down. The first blocker ran ahead:
+    // negative lag, delayed; the second ran less: lag >= 0, eligible.
+    let s = up("DELAY_DEQUEUE");
+    let (a, b) = block_after(&s, 0, MS, MS / 2);
+    let (va, vb) = (vruntime(&s, a) as i64, vruntime(&s, b) as i64);
+    let lag_a = (vb - va).div_euclid(2);
+    assert!(lag_a < -(MS as i64) / 8, "ran ahead: {lag_a}");
+    let l = s.stats().block_lag;
+    assert_eq!((l.delayed.count, l.delayed.sum), (1, lag_a.unsigned_abs()));
+    assert_eq!(l.eligible.count, 0);
+    s.block(0, MS + MS / 2 + MS / 10);
+    let vb = vruntime(&s, b) as i64;
+    let lag_b = (va - vb).div_euclid(2);
+    assert!(lag_b >= 0, "{lag_b}");
+    let l = s.stats().block_lag;
+    assert_eq!((l.eligible.count, l.eligible.sum), (1, lag_b as u64));
+    assert_eq!(l.delayed.count, 1);
+    let d = s.stats().delay;
+    assert_eq!(
+        (d.delayed, d.eligible_shared),
+        (l.delayed.count, l.eligible.count)
+    );
+
+    // Without the switch nothing is measured: the record keeps its shape.
+    let s = up("");
+    block_after(&s, 0, MS, MS / 2);
+    assert!(s.stats().block_lag.is_empty());
 }

@@ -169,6 +169,8 @@ impl<P: SchedPolicy> Scheduler<P> {
                 t.wakee_flip_decay_ts = ts;
                 t.last_wakee = last;
             }
+            // task_fork_fair's update_curr may have asked for one.
+            c.resched_if_update_curr_asked(this_cpu);
         }
         let cpu = match start {
             Some(c) => c,

@@ -273,14 +273,17 @@ impl<P: SchedPolicy> Scheduler<P> {
                     c.stats.wait_ns.record(waited);
                 }
                 t.stats.pcount += 1;
+                // `idle_stamp` stays: Linux clears it only where a wakeup
+                // folds the idle period into avg_idle (`ttwu_do_activate`)
+                // or newidle pulled, so work that came by fork or a
+                // balancer push leaves it for the next wakeup to fold.
                 c.rqs[cpu].curr = Some(n);
-                c.rqs[cpu].idle_stamp = 0;
             }
             None => {
                 c.rqs[cpu].curr = None;
-                if c.rqs[cpu].idle_stamp == 0 {
-                    c.rqs[cpu].idle_stamp = now.max(1);
-                }
+                // newidle stamped it at this `now`; a policy of its own
+                // that does not balance gets the same stamp.
+                c.rqs[cpu].idle_stamp = now.max(1);
             }
         }
         if next != prev || (next.is_some() && !prev_requeued) {
@@ -301,8 +304,11 @@ impl<P: SchedPolicy> Scheduler<P> {
             }
             _ => {}
         }
+        // Linux clears need_resched after the pick: requests made while
+        // switching (prev's `update_curr` at put-back, say) are moot.
         core.resched.retain(|&c| c != cpu);
         core.rqs[cpu].need_resched = false;
+        core.rqs[cpu].cfs.resched = false;
         core.rqs[cpu].switching_out = None;
         Switch {
             prev,
@@ -337,6 +343,8 @@ impl<P: SchedPolicy> Scheduler<P> {
             core.stats.rq.tick_preempt += 1;
             core.resched_curr(cpu);
         }
+        // The tick's `update_curr` request is in its verdict above.
+        core.rqs[cpu].cfs.resched = false;
         // `sched_balance_trigger`: the kick decision (whose
         // `nohz_balance_exit_idle` counts a CPU busy again at its first busy
         // tick), then the softirq's own balance if due.

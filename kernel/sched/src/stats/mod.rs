@@ -6,12 +6,14 @@
 //! fork placement per CPU. Each struct has `write_json`.
 
 pub mod hist;
+pub mod lag;
 pub mod lat;
 
 use alloc::vec;
 use alloc::vec::Vec;
 use core::fmt::{self, Write};
 pub use hist::Log2Histogram;
+pub use lag::BlockLag;
 pub use lat::LatHistogram;
 
 /// Why a task changed CPU.
@@ -384,6 +386,8 @@ pub struct SchedStats {
     pub nohz: NohzStats,
     /// Delayed dequeue (written only when something happened).
     pub delay: DelayStats,
+    /// Lag at the blocks a delay was possible for (written only when any).
+    pub block_lag: BlockLag,
     /// NI_RANDOM (written only when something happened).
     pub ni: NiStats,
     /// Migrations by reason and distance.
@@ -412,6 +416,7 @@ impl SchedStats {
             rq: RqStats::default(),
             nohz: NohzStats::default(),
             delay: DelayStats::default(),
+            block_lag: BlockLag::default(),
             ni: NiStats::default(),
             migrations: MigrationStats::default(),
             wait_ns: Log2Histogram::default(),
@@ -451,6 +456,7 @@ impl SchedStats {
         d.rq = self.rq.since(&before.rq);
         d.nohz = self.nohz.since(&before.nohz);
         d.delay = self.delay.since(&before.delay);
+        d.block_lag = self.block_lag.since(&before.block_lag);
         d.ni = self.ni.since(&before.ni);
         for (r, row) in d.migrations.counts.iter_mut().enumerate() {
             for (c, x) in row.iter_mut().enumerate() {
@@ -477,6 +483,7 @@ impl SchedStats {
         self.rq.accumulate(&o.rq);
         self.nohz.accumulate(&o.nohz);
         self.delay.accumulate(&o.delay);
+        self.block_lag.merge(&o.block_lag);
         self.ni.accumulate(&o.ni);
         for (row, orow) in self.migrations.counts.iter_mut().zip(&o.migrations.counts) {
             for (x, y) in row.iter_mut().zip(orow) {
@@ -517,6 +524,10 @@ impl SchedStats {
         if self.delay != DelayStats::default() {
             w.write_str(",\"delay\":")?;
             self.delay.write_json(w)?;
+        }
+        if !self.block_lag.is_empty() {
+            w.write_str(",\"block_lag\":")?;
+            self.block_lag.write_json(w)?;
         }
         if self.ni != NiStats::default() {
             w.write_str(",\"ni\":")?;
