@@ -23,7 +23,7 @@
 T=/sys/kernel/debug/tracing
 echo 0 > $T/tracing_on
 echo 65536 > $T/buffer_size_kb
-echo 'p:dsl dequeue_task_fair fl=flags nr=rq->cfs.nr_running v=p->se.vruntime es=p->se.exec_start w=p->se.load.weight ct=rq->clock_task mv=rq->cfs.min_vruntime av=rq->cfs.avg_vruntime al=rq->cfs.avg_load' >> $T/kprobe_events && echo "@@P1 ok"
+echo 'p:dsl dequeue_task_fair fl=flags nr=rq->cfs.nr_running v=p->se.vruntime es=p->se.exec_start w=p->se.load.weight ct=rq->clock_task mv=rq->cfs.zero_vruntime av=rq->cfs.avg_vruntime al=rq->cfs.avg_load' >> $T/kprobe_events && echo "@@P1 ok"
 echo 'r:deqr dequeue_task_fair ret=$retval' >> $T/kprobe_events && echo "@@P2 ok"
 echo 'fl & 1' > $T/events/kprobes/dsl/filter && echo "@@F1 ok"
 echo 1 > $T/events/kprobes/enable
