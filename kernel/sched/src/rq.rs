@@ -70,6 +70,10 @@ pub struct Rq {
     /// The task `schedule()` is switching away from while it may drop this
     /// runqueue's lock (balancing): still on the CPU, so not movable.
     pub switching_out: Option<TaskId>,
+    /// The idle task's `wakee_flips`, decay stamp and `last_wakee`: Linux's
+    /// `record_wakee` runs on `current`, which is the idle task for a
+    /// wakeup issued from an idle CPU.
+    pub idle_wakee: crate::placement::wake::WakeeFields,
     /// When the CPU last went (newly) idle, 0 when busy (`idle_stamp`).
     pub idle_stamp: u64,
     /// EWMA of idle durations (`avg_idle`).
@@ -132,6 +136,7 @@ impl Rq {
             curr: None,
             need_resched: false,
             switching_out: None,
+            idle_wakee: Default::default(),
             idle_stamp: 0,
             avg_idle: 2 * migration_cost,
             max_idle_balance_cost: migration_cost,
@@ -172,9 +177,19 @@ impl Rq {
         self.cfs.nr_running
     }
 
+    /// `rq->curr == rq->idle`: no task runs and `schedule()` is not
+    /// switching away from one. Linux's `rq->curr` stays the previous task
+    /// until the context switch, so a CPU balancing in newidle on the way
+    /// to idle is not idle yet (its own group does not count it idle in
+    /// `update_sg_lb_stats`, nor does anyone else).
+    #[inline]
+    pub fn runs_idle_task(&self) -> bool {
+        self.curr.is_none() && self.switching_out.is_none()
+    }
+
     /// `idle_cpu()`: the idle task runs and nothing is queued.
     pub fn is_idle(&self) -> bool {
-        self.curr.is_none() && self.cfs.nr_running == 0
+        self.runs_idle_task() && self.cfs.nr_running == 0
     }
 
     /// `sched_idle_cpu()`: only SCHED_IDLE tasks are runnable.
@@ -332,8 +347,8 @@ pub struct RqSnap {
 impl RqSnap {
     /// Publish the values of `rq` (its lock holder, before unlocking).
     /// Returns how the published "more than one task" state changed (+1,
-    /// -1 or 0), for the machine-wide count of such CPUs
-    /// (`Shared::overloaded_cpus`).
+    /// -1 or 0): a rise sets the root domain's `overloaded` flag
+    /// (`Shared::rd_overloaded`).
     #[inline]
     #[must_use]
     pub(crate) fn publish(&self, rq: &Rq) -> isize {
@@ -344,7 +359,7 @@ impl RqSnap {
         self.nr_running.store(rq.cfs.nr_running, Relaxed);
         self.nr_idle.store(rq.cfs.nr_idle, Relaxed);
         self.nr_delayed.store(rq.cfs.nr_delayed, Relaxed);
-        self.curr_idle.store(rq.curr.is_none(), Relaxed);
+        self.curr_idle.store(rq.runs_idle_task(), Relaxed);
         self.load_avg.store(a.load_avg, Relaxed);
         self.runnable_load_avg.store(a.runnable_load_avg, Relaxed);
         self.util_avg.store(a.util_avg, Relaxed);

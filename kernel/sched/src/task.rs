@@ -73,6 +73,11 @@ pub struct SchedEntity {
     pub avg: SchedAvg,
     /// Number of CPU changes.
     pub nr_migrations: u64,
+    /// Where the task sits in its runqueue's `cfs_tasks` list (`group_node`):
+    /// the queue's counter value when it was last put at the head
+    /// (enqueued, picked, or skipped by `detach_tasks`). The balancer
+    /// visits from the tail, the smallest value first.
+    pub cfs_tasks_pos: u64,
 }
 
 /// Per-task counters (`struct sched_statistics` + `sched_info`).

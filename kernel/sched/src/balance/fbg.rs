@@ -75,9 +75,19 @@ pub fn calculate_imbalance(core: &SchedCore, env: &mut LbEnv, sds: &mut SdLbStat
             return;
         }
     }
+    // Linux's unsigned arithmetic, wrap included: when the busiest group's
+    // avg_load is below the domain's (a non-overloaded group above the
+    // average made it so), its term wraps to a huge value and the local
+    // group's gap decides; a saturating 0 would call the domain balanced.
     env.migration_type = MigrationType::Load;
-    let a = busiest.avg_load.saturating_sub(sds.avg_load) * busiest.group_capacity;
-    let b = sds.avg_load.saturating_sub(sds.local.avg_load) * sds.local.group_capacity;
+    let a = busiest
+        .avg_load
+        .wrapping_sub(sds.avg_load)
+        .wrapping_mul(busiest.group_capacity);
+    let b = sds
+        .avg_load
+        .wrapping_sub(sds.local.avg_load)
+        .wrapping_mul(sds.local.group_capacity);
     env.imbalance = (a.min(b) / 1024) as i64;
 }
 
@@ -129,7 +139,11 @@ pub fn find_busiest_group(core: &mut SchedCore, env: &mut LbEnv) -> Option<usize
     (env.imbalance != 0).then_some(busiest.group)
 }
 
-/// `find_busiest_queue(env, group)`.
+/// `find_busiest_queue(env, group)` (`sched_balance_find_src_rq`). As in
+/// Linux the running maxima start at zero (load 0 over capacity 1, util 0,
+/// 0 tasks) and only a strictly larger value replaces them, so a queue with
+/// no load (or, for `migrate_util`, no boosted utilization) is never the
+/// source; `migrate_util` ranks by `cpu_util_cfs_boost`.
 pub fn find_busiest_queue(core: &SchedCore, env: &LbEnv, group: usize) -> Option<CpuId> {
     let sd = &core.topo.sd(env.dst_cpu)[env.level];
     let mut busiest = None;
@@ -147,16 +161,16 @@ pub fn find_busiest_queue(core: &SchedCore, env: &LbEnv, group: usize) -> Option
                 if nr == 1 && load as i64 > env.imbalance {
                     continue;
                 }
-                if load * b_cap > b_load * cap || busiest.is_none() {
+                if load * b_cap > b_load * cap {
                     (b_load, b_cap, busiest) = (load, cap, Some(cpu));
                 }
             }
             MigrationType::Util => {
-                let util = core.cpu_util(cpu);
+                let util = core.cpu_util_cfs_boost(cpu);
                 if nr <= 1 {
                     continue;
                 }
-                if b_util < util || busiest.is_none() {
+                if b_util < util {
                     (b_util, busiest) = (util, Some(cpu));
                 }
             }

@@ -119,10 +119,11 @@ pub fn can_migrate_task(core: &mut SchedCore, env: &mut LbEnv, p: TaskId, active
     false
 }
 
-/// Source tasks in `cfs_tasks` tail order. Linux moves a task to the list
-/// head when it is enqueued or picked, so the tail holds the task least
-/// recently enqueued-or-run: order by max(last run, last enqueue).
-/// Sorted into `cpu`'s scratch list (taken out of its runqueue; the caller
+/// Source tasks in `cfs_tasks` tail order. Linux puts a task at the list
+/// head when it is enqueued (`account_entity_enqueue`), picked
+/// (`__set_next_task_fair`) or skipped by `detach_tasks`, so the tail holds
+/// the task that least recently had one of those: ascending
+/// [`cfs_tasks_pos`](crate::task::SchedEntity::cfs_tasks_pos). Sorted into `cpu`'s scratch list (taken out of its runqueue; the caller
 /// gives it back with [`Rq::lru_scratch`](crate::rq::Rq::lru_scratch)), so
 /// balancing allocates only when a runqueue holds more tasks than ever.
 fn lru_tasks(core: &mut SchedCore, cpu: CpuId, max: usize) -> Vec<(u64, TaskId)> {
@@ -130,11 +131,19 @@ fn lru_tasks(core: &mut SchedCore, cpu: CpuId, max: usize) -> Vec<(u64, TaskId)>
     v.clear();
     v.extend(core.rq_tasks(cpu).map(|t| {
         let task = &core.tasks[t];
-        (task.se.exec_start.max(task.wait_start), t)
+        (task.se.cfs_tasks_pos, t)
     }));
     v.sort_unstable();
     v.truncate(max);
     v
+}
+
+/// `detach_tasks`' `next:` label: a task it looked at and left goes to the
+/// head of the source's `cfs_tasks` (`list_move`), so the next pass looks
+/// at the others first.
+fn skip_to_head(core: &mut SchedCore, src: CpuId, p: TaskId) {
+    let c = &mut *core;
+    c.rqs[src].cfs.cfs_tasks_move_to_head(&mut c.tasks[p].se);
 }
 
 /// `detach_tasks()` + `attach_tasks()`.
@@ -155,15 +164,18 @@ pub fn detach_tasks(
             break;
         }
         if !can_migrate_task(core, env, p, false) {
+            skip_to_head(core, env.src_cpu, p);
             continue;
         }
         match env.migration_type {
             MigrationType::Load => {
                 let load = core.task_h_load(p).max(1);
                 if core.cfg.features.has(Feat::LbMin) && load < 16 && failed == 0 {
+                    skip_to_head(core, env.src_cpu, p);
                     continue;
                 }
                 if (load >> failed.min(63)) as i64 > env.imbalance {
+                    skip_to_head(core, env.src_cpu, p);
                     continue;
                 }
                 env.imbalance -= load as i64;
@@ -171,6 +183,7 @@ pub fn detach_tasks(
             MigrationType::Util => {
                 let util = core.tasks[p].se.avg.util_avg;
                 if (util >> failed.min(63)) as i64 > env.imbalance {
+                    skip_to_head(core, env.src_cpu, p);
                     continue;
                 }
                 env.imbalance -= util as i64;

@@ -228,8 +228,11 @@ pub fn update_sd_lb_stats(core: &mut SchedCore, env: &LbEnv) -> SdLbStats {
         ..Default::default()
     };
     let mut sum_util = 0;
+    let mut sg_overloaded = false;
+    let top = env.level + 1 == core.topo.sd(dst).len();
     for (gi, g) in sd.groups.iter().enumerate() {
-        let (s, _) = update_sg_lb_stats(core, pct, gi, &g.span, &env.excluded);
+        let (s, over) = update_sg_lb_stats(core, pct, gi, &g.span, &env.excluded);
+        sg_overloaded |= over;
         sum_util += s.group_util;
         sds.total_load += s.group_load;
         sds.total_capacity += s.group_capacity;
@@ -238,6 +241,11 @@ pub fn update_sd_lb_stats(core: &mut SchedCore, env: &LbEnv) -> SdLbStats {
         } else if update_sd_pick_busiest(sds.busiest.as_ref(), &s) {
             sds.busiest = Some(s);
         }
+    }
+    // At the top domain (no parent) the pass refreshes the root domain's
+    // sticky `overloaded` flag from what it saw.
+    if top {
+        core.shared.set_rd_overloaded(sg_overloaded);
     }
     let span_w = sd.span.weight();
     if env.idle != super::CpuIdleType::NewlyIdle {

@@ -199,8 +199,13 @@ fn newidle_pulls_when_going_idle() {
     assert_eq!(s.stats().lb.newidle_pulled, 1);
     // cpu0 still has 2 tasks: idle cpu2 pulls the waiting one.
     assert_eq!(newidle_balance(&mut s.core(), 2, 6_000_000).len(), 1);
-    // Now no CPU is overloaded: newidle is skipped.
+    // Now no CPU is overloaded, but the root domain's flag is sticky: CPU
+    // 2's pass saw CPU 0 with two tasks. CPU 3 balances, finds nothing, and
+    // its top-level (MC) pass clears the flag; its next pass is skipped.
     assert!(newidle_balance(&mut s.core(), 3, 7_000_000).is_empty());
+    assert_eq!(s.stats().lb.newidle_skipped, 0);
+    assert!(!s.core().any_overloaded());
+    assert!(newidle_balance(&mut s.core(), 3, 8_000_000).is_empty());
     assert_eq!(s.stats().lb.newidle_skipped, 1);
 }
 
@@ -759,4 +764,214 @@ fn idle_stamp_survives_a_pick_so_the_next_wakeup_folds_the_whole_period() {
         "the long period raised avg_idle: {avg0} -> {expect}"
     );
     assert_eq!(c.rqs[1].idle_stamp, 0, "the wakeup folded and cleared it");
+}
+
+/// `sched_balance_find_src_rq` starts its maxima at zero (load 0 over
+/// capacity 1, util 0) and replaces them only by a strictly larger value:
+/// a group whose queues carry no load has no source queue, however many
+/// tasks they hold. On 2 sockets x 2 cores, CPU 0 looks at socket 1
+/// (CPUs 2 and 3) at the package level.
+#[test]
+fn a_queue_without_load_or_utilization_is_never_the_source() {
+    use super::fbg::find_busiest_queue;
+    let mut s = sched(&spec(2, 2, 1, 1), PickPolicy::Cfs, "");
+    queue_on(&mut s, 2, 2, 10);
+    queue_on(&mut s, 3, 2, 10);
+    for cpu in [2, 3] {
+        let avg = &mut s.core().rqs[cpu].cfs.avg;
+        (avg.load_avg, avg.util_avg, avg.runnable_avg) = (0, 0, 0);
+    }
+    let level = s.shared.topo.sd(0).len() - 1;
+    let group = s.shared.topo.sd(0)[level]
+        .groups
+        .iter()
+        .position(|g| g.span.contains(2))
+        .unwrap();
+    let mut env = LbEnv {
+        imbalance: 100,
+        ..lb_env(0, level, CpuIdleType::Idle, MigrationType::Load)
+    };
+    assert_eq!(find_busiest_queue(&s.core(), &env, group), None, "load 0");
+    env.migration_type = MigrationType::Util;
+    assert_eq!(find_busiest_queue(&s.core(), &env, group), None, "util 0");
+    // Any load at all makes a queue the source.
+    s.core().rqs[3].cfs.avg.load_avg = 1;
+    env.migration_type = MigrationType::Load;
+    assert_eq!(find_busiest_queue(&s.core(), &env, group), Some(3));
+}
+
+/// `migrate_util` ranks source queues by `cpu_util_cfs_boost`: util_avg
+/// raised to runnable_avg. CPU 2 runs little but its tasks wait (util 300,
+/// runnable 900: boosted 900); CPU 3's run without waiting (500, 500).
+/// Linux takes CPU 2 (900 > 500); by util_avg alone it would be CPU 3.
+#[test]
+fn migrate_util_takes_the_queue_whose_tasks_wait_longest() {
+    use super::fbg::find_busiest_queue;
+    let mut s = sched(&spec(2, 2, 1, 1), PickPolicy::Cfs, "");
+    queue_on(&mut s, 2, 2, 10);
+    queue_on(&mut s, 3, 2, 10);
+    for (cpu, util, runnable) in [(2, 300, 900), (3, 500, 500)] {
+        let avg = &mut s.core().rqs[cpu].cfs.avg;
+        (avg.util_avg, avg.runnable_avg) = (util, runnable);
+    }
+    let level = s.shared.topo.sd(0).len() - 1;
+    let group = s.shared.topo.sd(0)[level]
+        .groups
+        .iter()
+        .position(|g| g.span.contains(2))
+        .unwrap();
+    let env = LbEnv {
+        imbalance: 100,
+        ..lb_env(0, level, CpuIdleType::Idle, MigrationType::Util)
+    };
+    assert_eq!(s.core().cpu_util_cfs_boost(2), 900);
+    assert_eq!(find_busiest_queue(&s.core(), &env, group), Some(2));
+    // The cap: runnable above the CPU's capacity counts as full capacity.
+    s.core().rqs[3].cfs.avg.runnable_avg = 5000;
+    assert_eq!(s.core().cpu_util_cfs_boost(3), 1024);
+    assert_eq!(find_busiest_queue(&s.core(), &env, group), Some(3));
+}
+
+/// `calculate_imbalance`'s last step is unsigned in Linux:
+/// `min((busiest.avg_load - sds.avg_load) * busiest.capacity,
+/// (sds.avg_load - local.avg_load) * local.capacity) / 1024`. When the
+/// busiest (overloaded) group's avg_load is below the domain's, because a
+/// third, not overloaded group is heavier still, the first term wraps to a
+/// huge value and the local group's gap decides: local fully busy at 512
+/// (1024 of load over 2048), busiest overloaded at 1000, the domain at
+/// 6000 * 1024 / 4096 = 1500, so imbalance = (1500 - 512) * 2048 / 1024 =
+/// 1976. A saturating subtraction would make it 0 (balanced).
+#[test]
+fn the_load_imbalance_wraps_like_linux_when_the_busiest_group_is_below_average() {
+    use super::fbg::calculate_imbalance;
+    use super::stats::SdLbStats;
+    let s = sched(&spec(1, 4, 1, 1), PickPolicy::Cfs, "");
+    let local = SgLbStats {
+        group: 0,
+        group_load: 1024,
+        group_capacity: 2048,
+        sum_nr_running: 2,
+        group_weight: 2,
+        group_type: GroupType::FullyBusy,
+        ..Default::default()
+    };
+    let busiest = SgLbStats {
+        group: 1,
+        avg_load: 1000,
+        group_load: 2000,
+        group_capacity: 2048,
+        sum_nr_running: 3,
+        sum_h_nr_running: 3,
+        group_weight: 2,
+        group_type: GroupType::Overloaded,
+        ..Default::default()
+    };
+    let mut sds = SdLbStats {
+        busiest: Some(busiest),
+        local,
+        total_load: 6000,
+        total_capacity: 4096,
+        ..Default::default()
+    };
+    let mut env = lb_env(0, 0, CpuIdleType::Idle, MigrationType::Task);
+    calculate_imbalance(&s.core(), &mut env, &mut sds);
+    assert_eq!(env.migration_type, MigrationType::Load);
+    assert_eq!(sds.avg_load, 1500);
+    assert_eq!(env.imbalance, (1500 - 512) * 2048 / 1024);
+}
+
+/// Linux's `idle_cpu()` tests `rq->curr == rq->idle`, and `rq->curr` stays
+/// the blocking task until the context switch, so `update_sg_lb_stats`
+/// during the CPU's own newly idle balance does not count it idle: on
+/// 2 sockets x 2 cores, CPU 0's task blocked and `schedule()` balances
+/// (curr gone, switching_out = the task, nothing queued); CPU 1 is idle.
+/// CPU 0's package-level group {0, 1} has one idle CPU, not two. Once the
+/// switch to idle is done, CPU 0 is idle.
+#[test]
+fn a_cpu_balancing_on_its_way_to_idle_is_not_counted_idle() {
+    use super::stats::update_sg_lb_stats;
+    let mut s = sched(&spec(2, 2, 1, 1), PickPolicy::Cfs, "");
+    let t = queue_on(&mut s, 0, 1, 10)[0];
+    s.block(0, 1000);
+    let level = s.shared.topo.sd(0).len() - 1;
+    let (gi, span) = s.shared.topo.sd(0)[level]
+        .groups
+        .iter()
+        .enumerate()
+        .find(|(_, g)| g.span.contains(0))
+        .map(|(i, g)| (i, g.span.clone()))
+        .unwrap();
+    assert_eq!(span.weight(), 2);
+    {
+        let mut c = s.core();
+        // What `schedule()` leaves while it balances.
+        c.rqs[0].curr = None;
+        c.rqs[0].switching_out = Some(t);
+        assert_eq!(c.rqs[0].nr_running(), 0);
+        assert!(!c.idle_cpu(0));
+        let (st, _) = update_sg_lb_stats(&c, 117, gi, &span, &Default::default());
+        assert_eq!(st.idle_cpus, 1, "only CPU 1");
+        c.rqs[0].switching_out = None;
+        let (st, _) = update_sg_lb_stats(&c, 117, gi, &span, &Default::default());
+        assert_eq!(st.idle_cpus, 2);
+    }
+}
+
+/// `rd->overloaded` is sticky: `add_nr_running` sets it when a CPU gets a
+/// second task, and only `update_sd_lb_stats` at the top domain (no
+/// parent) writes it again, with what that pass saw. `sched_balance_newidle`
+/// skips balancing while it is clear. On 4 CPUs of one LLC (MC is the top
+/// domain): CPU 0 holds two tasks (set); one of them blocks, no CPU holds
+/// two, the flag stays set, so CPU 2's newidle pass balances (not
+/// skipped) and its MC pass clears the flag; CPU 3's newidle pass is then
+/// skipped.
+#[test]
+fn the_root_domains_overloaded_flag_stays_set_until_a_top_level_pass() {
+    let mut s = sched(&spec(1, 4, 1, 1), PickPolicy::Cfs, "");
+    assert!(!s.core().any_overloaded());
+    queue_on(&mut s, 0, 2, 1000);
+    assert!(s.core().any_overloaded());
+    s.block(0, 2000);
+    s.schedule(0, 2000);
+    assert_eq!(s.core().rqs[0].nr_running(), 1);
+    assert!((0..4).all(|c| s.core().nr_running(c) <= 1));
+    assert!(s.core().any_overloaded(), "sticky");
+    // Enough idle time that avg_idle does not stop the passes.
+    for cpu in [2, 3] {
+        s.core().rqs[cpu].avg_idle = 10_000_000;
+    }
+    let skipped = s.stats().lb.newidle_skipped;
+    assert!(newidle_balance(&mut s.core(), 2, 3000).is_empty());
+    assert_eq!(s.stats().lb.newidle_skipped, skipped, "CPU 2 balanced");
+    assert!(!s.core().any_overloaded(), "the MC pass cleared it");
+    assert!(newidle_balance(&mut s.core(), 3, 4000).is_empty());
+    assert_eq!(s.stats().lb.newidle_skipped, skipped + 1, "CPU 3 skipped");
+}
+
+/// `detach_tasks` takes tasks from the tail of the source's `cfs_tasks`
+/// list, to which `account_entity_enqueue` adds at the head and which
+/// `__set_next_task_fair` reorders by moving the picked task to the head:
+/// the tail is the task least recently enqueued or picked, whatever it
+/// ran since. On CPU 0, A is picked at 1 ms and runs until 20 ms; B and C
+/// are created there at 5 and 6 ms (list C, B, A); at 20 ms the tick
+/// preempts A and B or C is picked (to the head; A stays at the tail). At
+/// 30 ms newly idle CPU 1 pulls one task: A, cold by then (it stopped 10 ms
+/// ago, more than the 0.5 ms migration cost). Ordering by the last time a
+/// task ran or was queued would have taken the waiting one of B and C.
+#[test]
+fn the_balancer_takes_the_least_recently_enqueued_or_picked_task_first() {
+    for pick in [PickPolicy::Cfs, PickPolicy::Eevdf] {
+        let mut s = sched(&spec(1, 4, 1, 1), pick, "");
+        let a = queue_on(&mut s, 0, 1, 1_000_000)[0];
+        assert_eq!(s.current(0), Some(a));
+        for t in [5_000_000, 6_000_000] {
+            s.wake_up_new_task_on(None, 0, 0, TaskPolicy::Normal, t);
+        }
+        let _ = s.tick(0, 20_000_000);
+        s.schedule(0, 20_000_000);
+        assert_ne!(s.current(0), Some(a), "{pick:?}: the tick preempted A");
+        let r = load_balance(&mut s.core(), 1, 0, CpuIdleType::NewlyIdle, 30_000_000);
+        assert_eq!(r.moved.len(), 1, "{pick:?}: {:?}", s.stats().lb);
+        assert_eq!(r.moved[0].task, a, "{pick:?}");
+    }
 }

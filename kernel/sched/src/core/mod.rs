@@ -108,9 +108,6 @@ pub(crate) struct WakeEntry {
 /// ever has, so the hot paths allocate nothing in a steady state.
 const ARENA_START: usize = 8;
 
-/// Counters of overloaded CPUs ([`Shared::overloaded_cpus`]) at most.
-const OVERLOAD_SHARDS: usize = 16;
-
 /// [`Shared::make_room_for_all_tasks`] makes room in steps of this many
 /// tasks (exact sizes, not doubling: the room is per CPU).
 pub const ROOM_STEP: usize = 64;
@@ -146,18 +143,14 @@ pub struct Shared {
     /// Something waits in `removed[cpu]` (skips its lock otherwise).
     removed_pending: Vec<Padded<AtomicBool>>,
     snap: Vec<Padded<RqSnap>>,
-    /// CPUs whose published snapshot holds more than one task, in shards
-    /// by LLC (`overload_shard`): the root domain's `overloaded` test of
-    /// newly-idle balancing without a scan of every CPU
-    /// (`SchedCore::any_overloaded`). Changed by `publish` when a CPU's
-    /// state flips; sharded so that CPUs of different LLCs do not write
-    /// one cache line (Linux writes its `rd->overloaded` flag only when it
-    /// changes, but that flag is sticky, which the scan this replaces is
-    /// not).
-    overloaded: Vec<Padded<AtomicUsize>>,
-    /// Each CPU's shard of `overloaded`: its LLC's rank among the
-    /// machine's LLCs, modulo [`OVERLOAD_SHARDS`].
-    overload_shard: Vec<u8>,
+    /// The root domain's `overloaded` flag (`rd->overloaded`), sticky as in
+    /// Linux: set when a CPU's published snapshot goes to more than one
+    /// task (`add_nr_running`'s `set_rd_overloaded(rd, 1)`), refreshed only
+    /// by a balance pass at the top domain (`update_sd_lb_stats` with no
+    /// parent: `set_rd_overloaded(rd, sg_overloaded)`). Newly idle
+    /// balancing is skipped while it is clear. Written only when it
+    /// changes, so CPUs do not bounce its cache line.
+    rd_overloaded: Padded<AtomicBool>,
     /// Per-LLC shared state, indexed by `sd_llc_id`.
     pub llc: Vec<LlcShared>,
     /// NOHZ idle-balancing state (NOHZ_IDLE).
@@ -194,23 +187,9 @@ impl Shared {
             .collect();
         let snap: Vec<Padded<RqSnap>> = (0..n).map(|_| Padded(RqSnap::default())).collect();
         for (c, rq) in rqs.iter().enumerate() {
-            // Fresh runqueues: nothing overloaded to count.
+            // Fresh runqueues: nothing overloaded.
             let _ = snap[c].publish(&rq.lock());
         }
-        // LLCs ranked in CPU order of their first CPU (`llc_id` is that CPU).
-        let mut rank = alloc::vec![usize::MAX; n];
-        let mut llcs = 0;
-        for c in 0..n {
-            let l = topo.llc_id[c];
-            if rank[l] == usize::MAX {
-                rank[l] = llcs;
-                llcs += 1;
-            }
-        }
-        let overload_shards = llcs.clamp(1, OVERLOAD_SHARDS);
-        let overload_shard: Vec<u8> = (0..n)
-            .map(|c| (rank[topo.llc_id[c]] % overload_shards) as u8)
-            .collect();
         Shared {
             rqs,
             arenas: (0..n)
@@ -229,10 +208,7 @@ impl Shared {
                 .collect(),
             removed_pending: (0..n).map(|_| Padded(AtomicBool::new(false))).collect(),
             snap,
-            overloaded: (0..overload_shards)
-                .map(|_| Padded(AtomicUsize::new(0)))
-                .collect(),
-            overload_shard,
+            rd_overloaded: Padded(AtomicBool::new(false)),
             llc: (0..n).map(|c| LlcShared::new(topo.llc_size[c])).collect(),
             nohz: crate::balance::nohz::Nohz::new(n),
             task_loc: (0..cfg.max_tasks)
@@ -485,26 +461,27 @@ impl Shared {
         }
     }
 
-    /// Publish `cpu`'s snapshot from `rq` (its lock holder), keeping the
-    /// count of overloaded CPUs.
+    /// Publish `cpu`'s snapshot from `rq` (its lock holder); a CPU that
+    /// now holds more than one task sets the root domain's `overloaded`.
     #[inline]
     pub(crate) fn publish(&self, cpu: CpuId, rq: &Rq) {
-        match self.snap[cpu].publish(rq) {
-            0 => {}
-            1 => {
-                self.overloaded[usize::from(self.overload_shard[cpu])].fetch_add(1, Relaxed);
-            }
-            _ => {
-                self.overloaded[usize::from(self.overload_shard[cpu])].fetch_sub(1, Relaxed);
-            }
+        if self.snap[cpu].publish(rq) > 0 {
+            self.set_rd_overloaded(true);
         }
     }
 
-    /// CPUs whose published snapshot holds more than one task (a sum over
-    /// at most [`OVERLOAD_SHARDS`] counters).
+    /// `get_rd_overloaded(rd)`.
     #[inline]
-    pub fn overloaded_cpus(&self) -> usize {
-        self.overloaded.iter().map(|o| o.load(Relaxed)).sum()
+    pub fn rd_overloaded(&self) -> bool {
+        self.rd_overloaded.load(Relaxed)
+    }
+
+    /// `set_rd_overloaded(rd, status)`: written only when it changes.
+    #[inline]
+    pub fn set_rd_overloaded(&self, status: bool) {
+        if self.rd_overloaded.load(Relaxed) != status {
+            self.rd_overloaded.store(status, Relaxed);
+        }
     }
 
     /// The published snapshot of `cpu`, to read single fields.

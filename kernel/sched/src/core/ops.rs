@@ -170,9 +170,9 @@ impl SchedCore<'_> {
         }
         self.stats.delay.requeued += 1;
         let t = &mut self.tasks[p];
-        // `wait_start` stays as the put-back set it: the requeue keeps the
-        // task's place in the balancer's order (Linux does not move it in
-        // `cfs_tasks`) and its schedstat wait, which began at the put-back.
+        // `wait_start` stays as the put-back set it: its schedstat wait began
+        // at the put-back. The requeue keeps the task's `cfs_tasks` place
+        // (`cfs_tasks_pos`), as Linux does not move it in the list.
         if self.rqs[cpu].curr == Some(p) {
             t.state = TaskState::Running;
         } else {

@@ -23,6 +23,9 @@ pub struct CfsRq {
     pub timeline: Timeline,
     /// The running entity (kept out of the tree).
     pub curr: Option<TaskId>,
+    /// The last `cfs_tasks` head position handed out
+    /// ([`SchedEntity::cfs_tasks_pos`](crate::task::SchedEntity::cfs_tasks_pos)).
+    pub cfs_tasks_head: u64,
     /// Σ weights of entities on the queue, including curr.
     pub load: LoadWeight,
     /// Entities on the queue including curr (`nr_running` / `h_nr_running`).
@@ -60,6 +63,7 @@ impl Default for CfsRq {
         CfsRq {
             timeline: Timeline::new(),
             curr: None,
+            cfs_tasks_head: 0,
             load: LoadWeight::default(),
             nr_running: 0,
             nr_idle: 0,
@@ -107,6 +111,14 @@ impl CfsRq {
         debug_assert!(found, "entity {id:?} not in tree");
         self.avg_vruntime -= i128::from(self.entity_key(se.vruntime)) * i128::from(w);
         self.avg_load -= w;
+    }
+
+    /// `list_add`/`list_move(&se->group_node, &rq->cfs_tasks)`: `se` goes to
+    /// the head of the queue's `cfs_tasks` list, the most recently used end.
+    #[inline]
+    pub fn cfs_tasks_move_to_head(&mut self, se: &mut crate::task::SchedEntity) {
+        self.cfs_tasks_head += 1;
+        se.cfs_tasks_pos = self.cfs_tasks_head;
     }
 
     /// `account_entity_enqueue`.

@@ -191,6 +191,8 @@ pub fn enqueue_entity(
     let t = &mut tasks[id];
     pelt::runnable_load_enqueue(&mut cfs.avg, &t.se.avg, t.se.load.weight, true);
     cfs.account_enqueue_task(t);
+    // account_entity_enqueue: `list_add` at the head of `cfs_tasks`.
+    cfs.cfs_tasks_move_to_head(&mut t.se);
     t.se.on_rq = true;
     if cfs.curr != Some(id) {
         cfs.tree_insert_se(cfg.pick, &t.se, id);
@@ -386,6 +388,11 @@ pub fn set_next_entity(
         update_load_avg(cfs, tasks, id, now, PeltAction::None);
     }
     let se = &mut tasks[id].se;
+    // __set_next_task_fair: a queued task picked to run moves to the head of
+    // `cfs_tasks` ("our cfs_tasks list becomes MRU one").
+    if se.on_rq {
+        cfs.cfs_tasks_move_to_head(se);
+    }
     cfg.pick.set_next_entity(se);
     se.exec_start = now;
     se.prev_sum_exec_runtime = se.sum_exec_runtime;

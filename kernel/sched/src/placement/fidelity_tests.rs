@@ -4,6 +4,7 @@
 
 use super::idlest::find_idlest_group;
 use crate::config::PickPolicy;
+use crate::task::TaskPolicy;
 use crate::testutil::{run_on, sched, set_load, spec};
 
 #[test]
@@ -47,4 +48,76 @@ fn legacy_idlest_close_runnable_loads_keep_the_minimum_runnable_load() {
     assert!((0..4).all(|c| core.capacity_of(c) == 1024));
     let gi = find_idlest_group(&core, sd, p, 0).expect("a remote group");
     assert_eq!(sd.groups[gi].span.first(), Some(2));
+}
+
+#[test]
+fn a_forked_child_remembers_its_parents_cpu_as_recently_used() {
+    // Linux wake_up_new_task(): `p->recent_used_cpu = task_cpu(p)` -- the
+    // parent's CPU, which sched_cgroup_fork() gave the child -- before
+    // select_task_rq() places it. At the child's first wakeup,
+    // select_idle_sibling() returns recent_used_cpu when it is neither prev
+    // nor target, shares target's LLC and is idle, before any LLC scan.
+    // 8 CPUs in one LLC: the parent forks on CPU 0, the child runs on c and
+    // sleeps; CPU 0 and CPU 7 are idle, the others busy; a waker on a busy
+    // CPU below 7 wakes the child. Target (waker's CPU or c) and prev (c)
+    // are busy, so the recent CPU, 0, wins; the scan (from target + 1)
+    // would have found 7 first.
+    let mut s = sched(&spec(1, 8, 1, 1), PickPolicy::Cfs, "");
+    let parent = run_on(&mut s, 0, 1000);
+    let r = s.wake_up_new_task(Some(parent), 0, 0, TaskPolicy::Normal, 2000);
+    let (child, c) = (r.task, r.cpu);
+    assert!(c != 0 && c != 7, "fork placed the child on {c}");
+    assert_eq!(s.core().tasks[child].recent_used_cpu, 0);
+    s.schedule(c, 3000);
+    assert_eq!(s.current(c), Some(child));
+    s.block(c, 4000);
+    s.schedule(c, 4000);
+    s.block(0, 5000);
+    s.schedule(0, 5000);
+    for cpu in 1..7 {
+        run_on(&mut s, cpu, 6000);
+    }
+    let w = if c == 1 { 2 } else { 1 };
+    let before = s.stats().sis.sis_recent;
+    let r = s.wake_up(child, w, false, 7000);
+    assert_eq!(r.cpu, 0, "the parent's CPU, recently used");
+    assert_eq!(s.stats().sis.sis_recent, before + 1);
+}
+
+#[test]
+fn wakeups_from_an_idle_cpu_are_recorded_on_its_idle_task() {
+    use super::wake::WakeeFields;
+    use super::{WakeFlags, select_task_rq_fair};
+    use crate::testutil::sleeper_on;
+    // Linux select_task_rq_fair() calls record_wakee(p) and wake_wide(p)
+    // on `current`, which for a wakeup issued from an idle CPU (a timer
+    // expiring in idle) is that CPU's idle task, with wakee fields of its
+    // own. One LLC of 4 CPUs (wake_wide's factor 4); CPU 0 idle wakes a
+    // and b alternately 20 times within a second: each wakeup flips
+    // (last_wakee differs), so the idle task's wakee_flips is 20. A task
+    // with 4 flips of its own then goes wide from CPU 0: slave 4 >= factor
+    // and master 20 >= 4 * 4. (Without the idle task's flips master would
+    // be 4 and slave 0: affine.)
+    let mut s = sched(&spec(1, 4, 1, 1), PickPolicy::Cfs, "");
+    let a = sleeper_on(&mut s, 1, 1000);
+    let b = sleeper_on(&mut s, 2, 1000);
+    let p = sleeper_on(&mut s, 3, 1000);
+    assert!(s.core().idle_cpu(0));
+    for i in 0..20u64 {
+        let t = if i % 2 == 0 { a } else { b };
+        select_task_rq_fair(&mut s.core(), t, 1, 0, WakeFlags::TTWU, 10_000 + i);
+    }
+    assert_eq!(
+        s.core().rqs[0].idle_wakee,
+        WakeeFields {
+            flips: 20,
+            decay_ts: 0,
+            last: Some(b),
+        }
+    );
+    s.core().tasks[p].wakee_flips = 4;
+    let hits = s.stats().wake.wake_wide_hits;
+    select_task_rq_fair(&mut s.core(), p, 3, 0, WakeFlags::TTWU, 20_000);
+    assert_eq!(s.stats().wake.wake_wide_hits, hits + 1, "p goes wide");
+    assert_eq!(s.core().rqs[0].idle_wakee.flips, 21);
 }

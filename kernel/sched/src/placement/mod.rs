@@ -107,21 +107,25 @@ pub fn select_task_rq_fair(
     now: u64,
 ) -> CpuId {
     let waker = core.rqs[this_cpu].curr.filter(|&w| w != p);
-    let sync =
-        wake_flags.has(WakeFlags::SYNC) && waker.is_some() && core.cfg.features.has(Feat::WaSync);
+    // Linux's `current`: with no task running, the waking CPU's idle task
+    // (a timer that expired in idle), whose own wakee fields record_wakee
+    // updates and wake_wide reads. `sync` is WF_SYNC unless current exits;
+    // an idle task never does.
+    let current = waker.map_or(wake::Waker::Idle(this_cpu), wake::Waker::Task);
+    let sync = wake_flags.has(WakeFlags::SYNC) && core.cfg.features.has(Feat::WaSync);
     let sd_flag = wake_flags.sd_flag();
     let mut new_cpu = prev_cpu;
     let mut want_affine = false;
 
     if wake_flags.has(WakeFlags::TTWU) {
-        if let Some(w) = waker {
-            wake::record_wakee(core, w, p, this_cpu, now);
-            if let Some(c) = forced_wakee_cpu(core, this_cpu) {
-                core.stats.wake.wake_forced += 1;
-                return c;
-            }
+        wake::record_wakee(core, current, p, this_cpu, now);
+        if waker.is_some()
+            && let Some(c) = forced_wakee_cpu(core, this_cpu)
+        {
+            core.stats.wake.wake_forced += 1;
+            return c;
         }
-        want_affine = !wake::wake_wide(core, p, waker, this_cpu);
+        want_affine = !wake::wake_wide(core, p, current, this_cpu);
     }
 
     let mut sd_level: Option<usize> = None;

@@ -1,7 +1,7 @@
 //! Seed-switch scenarios: each switch must change the decision it models
 //! (seeds 000-004 in /work/shared/seeds).
 
-use super::wake::{record_wakee, wake_affine_weight, wake_wide};
+use super::wake::{Waker, record_wakee, wake_affine_weight, wake_wide};
 use crate::config::PickPolicy;
 use crate::sched::Scheduler;
 use crate::task::{TaskId, TaskPolicy};
@@ -156,8 +156,8 @@ fn seed003_heavy_waker_lends_flips() {
         let mut wide = false;
         for round in 0..6 {
             for &p in &wakees {
-                record_wakee(&mut s.core(), w, p, 0, 100 + round);
-                wide |= wake_wide(&mut s.core(), p, Some(w), 0);
+                record_wakee(&mut s.core(), Waker::Task(w), p, 0, 100 + round);
+                wide |= wake_wide(&mut s.core(), p, Waker::Task(w), 0);
             }
         }
         assert_eq!(
@@ -186,7 +186,7 @@ fn seed003_heavy_waker_spreads_a_wakee_with_few_flips() {
         s.core().tasks[w].wakee_flips = master;
         s.core().tasks[p].wakee_flips = 0;
         assert_eq!(
-            wake_wide(&mut s.core(), p, Some(w), 0),
+            wake_wide(&mut s.core(), p, Waker::Task(w), 0),
             wide,
             "{f}, master {master}"
         );

@@ -1,7 +1,7 @@
 //! Placement unit tests.
 
 use super::sis::{ScanResult, select_idle_cpu, select_idle_sibling};
-use super::wake::{record_wakee, wake_affine_idle, wake_wide};
+use super::wake::{Waker, record_wakee, wake_affine_idle, wake_wide};
 use super::{WakeFlags, select_task_rq_fair};
 use crate::config::PickPolicy;
 use crate::policies::prev_idle::PrevIdlePolicy;
@@ -35,12 +35,18 @@ fn wakee_flips_decay_after_a_second() {
     let a = sleeper_on(&mut s, 4, 20);
     let b = sleeper_on(&mut s, 5, 20);
     for i in 0..10 {
-        record_wakee(&mut s.core(), w, if i % 2 == 0 { a } else { b }, 0, 100);
+        record_wakee(
+            &mut s.core(),
+            Waker::Task(w),
+            if i % 2 == 0 { a } else { b },
+            0,
+            100,
+        );
     }
     assert_eq!(s.core().tasks[w].wakee_flips, 10);
-    record_wakee(&mut s.core(), w, a, 0, 2_000_000_000);
+    record_wakee(&mut s.core(), Waker::Task(w), a, 0, 2_000_000_000);
     assert_eq!(s.core().tasks[w].wakee_flips, 6, "halved then +1");
-    assert!(!wake_wide(&mut s.core(), a, Some(w), 0));
+    assert!(!wake_wide(&mut s.core(), a, Waker::Task(w), 0));
 }
 
 #[test]
@@ -142,13 +148,13 @@ fn wake_wide_needs_llc_sized_fanout() {
     s.core().tasks[w].wakee_flips = 16;
     s.core().tasks[p].wakee_flips = 3;
     assert!(
-        !wake_wide(&mut s.core(), p, Some(w), 0),
+        !wake_wide(&mut s.core(), p, Waker::Task(w), 0),
         "slave below llc size"
     );
     s.core().tasks[p].wakee_flips = 4;
-    assert!(wake_wide(&mut s.core(), p, Some(w), 0), "16 >= 4*4");
+    assert!(wake_wide(&mut s.core(), p, Waker::Task(w), 0), "16 >= 4*4");
     s.core().tasks[w].wakee_flips = 15;
-    assert!(!wake_wide(&mut s.core(), p, Some(w), 0));
+    assert!(!wake_wide(&mut s.core(), p, Waker::Task(w), 0));
     assert_eq!(s.stats().wake.wake_wide_hits, 1);
 }
 
@@ -181,7 +187,7 @@ fn fork_copies_the_parents_wakee_fields_so_children_can_go_wide() {
     let w = run_on(&mut s, 4, 40);
     s.core().tasks[w].wakee_flips = 300;
     assert!(
-        wake_wide(&mut s.core(), child, Some(w), 4),
+        wake_wide(&mut s.core(), child, Waker::Task(w), 4),
         "inherited flips: wide"
     );
     s.core().tasks[parent].wakee_flips = 0;
@@ -190,7 +196,7 @@ fn fork_copies_the_parents_wakee_fields_so_children_can_go_wide() {
         .task;
     assert_eq!(s.task(fresh).wakee_flips, 0);
     assert!(
-        !wake_wide(&mut s.core(), fresh, Some(w), 4),
+        !wake_wide(&mut s.core(), fresh, Waker::Task(w), 4),
         "no flips: affine"
     );
 }

@@ -16,31 +16,81 @@ use crate::task::TaskId;
 /// One second (HZ jiffies) in ns: the wakee_flips decay period.
 pub const WAKEE_FLIP_DECAY_NS: u64 = 1_000_000_000;
 
+/// Linux's `current` on the waking CPU, whose wakee fields `record_wakee`
+/// updates and `wake_wide` reads: the running task, or, for a wakeup issued
+/// from an idle CPU (a timer expiring in idle), that CPU's idle task, which
+/// has wakee fields of its own ([`Rq::idle_wakee`](crate::rq::Rq::idle_wakee)).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Waker {
+    /// A task runs on the waking CPU.
+    Task(TaskId),
+    /// The waking CPU runs its idle task.
+    Idle(CpuId),
+}
+
+/// A waker's `wakee_flips`, `wakee_flip_decay_ts` and `last_wakee`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WakeeFields {
+    /// `wakee_flips`.
+    pub flips: u32,
+    /// `wakee_flip_decay_ts` (ns).
+    pub decay_ts: u64,
+    /// `last_wakee`.
+    pub last: Option<TaskId>,
+}
+
+fn waker_fields(core: &SchedCore, w: Waker) -> WakeeFields {
+    match w {
+        Waker::Task(t) => {
+            let t = &core.tasks[t];
+            WakeeFields {
+                flips: t.wakee_flips,
+                decay_ts: t.wakee_flip_decay_ts,
+                last: t.last_wakee,
+            }
+        }
+        Waker::Idle(cpu) => core.rqs[cpu].idle_wakee,
+    }
+}
+
+fn set_waker_fields(core: &mut SchedCore, w: Waker, f: WakeeFields) {
+    match w {
+        Waker::Task(t) => {
+            let t = &mut core.tasks[t];
+            t.wakee_flips = f.flips;
+            t.wakee_flip_decay_ts = f.decay_ts;
+            t.last_wakee = f.last;
+        }
+        Waker::Idle(cpu) => core.rqs[cpu].idle_wakee = f,
+    }
+}
+
 /// `record_wakee(p)` run by the waker `w` on `this_cpu`.
-pub fn record_wakee(core: &mut SchedCore, w: TaskId, p: TaskId, this_cpu: CpuId, now: u64) {
+pub fn record_wakee(core: &mut SchedCore, w: Waker, p: TaskId, this_cpu: CpuId, now: u64) {
     let heavy = core.cfg.features.has(Feat::WakeWideHeavy);
     let min = 2 * core.topo.llc_size[this_cpu] as u32;
     let p_flips = core.tasks[p].wakee_flips;
-    let waker = &mut core.tasks[w];
-    if now > waker.wakee_flip_decay_ts + WAKEE_FLIP_DECAY_NS {
-        waker.wakee_flips >>= 1;
-        waker.wakee_flip_decay_ts = now;
+    let mut waker = waker_fields(core, w);
+    if now > waker.decay_ts + WAKEE_FLIP_DECAY_NS {
+        waker.flips >>= 1;
+        waker.decay_ts = now;
     }
-    if waker.last_wakee != Some(p) {
+    if waker.last != Some(p) {
         // Seed 003 (Gorman): a heavy waker lends the wakee one flip.
-        let inherit = heavy && waker.wakee_flips > p_flips.saturating_mul(min);
-        waker.last_wakee = Some(p);
-        waker.wakee_flips += 1;
+        let inherit = heavy && waker.flips > p_flips.saturating_mul(min);
+        waker.last = Some(p);
+        waker.flips += 1;
         if inherit {
             core.tasks[p].wakee_flips += 1;
         }
     }
+    set_waker_fields(core, w, waker);
 }
 
 /// `wake_wide(p)`: true = spread (do not try the affine path).
-pub fn wake_wide(core: &mut SchedCore, p: TaskId, waker: Option<TaskId>, this_cpu: CpuId) -> bool {
+pub fn wake_wide(core: &mut SchedCore, p: TaskId, waker: Waker, this_cpu: CpuId) -> bool {
     let factor = core.topo.llc_size[this_cpu] as u32;
-    let a = waker.map_or(0, |w| core.tasks[w].wakee_flips);
+    let a = waker_fields(core, waker).flips;
     let b = core.tasks[p].wakee_flips;
     let (master, slave) = if a >= b { (a, b) } else { (b, a) };
     // Mainline: a wakee with few flips (slave < factor) stays affine. Seed

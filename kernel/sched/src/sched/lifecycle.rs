@@ -185,8 +185,10 @@ impl<P: SchedPolicy> Scheduler<P> {
             let d = core.topo.distance(this_cpu, cpu);
             core.stats.migrations.record(MigrationReason::Fork, d);
         }
+        // `recent_used_cpu` stays `this_cpu`, as `Task::new` set it: Linux's
+        // wake_up_new_task sets it to task_cpu(p), the parent's CPU, before
+        // select_task_rq, so the child's first wakeup may go back there.
         core.tasks[p].cpu = cpu;
-        core.tasks[p].recent_used_cpu = cpu;
         core.stats.fork_targets[cpu] += 1;
         // Seed 002: with NO_FORK_CLOCK_UPDATE, v4.8's wake_up_new_task: no
         // update_rq_clock before post_init_entity_util_avg, which (since

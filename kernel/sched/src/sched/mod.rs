@@ -217,7 +217,7 @@ impl<P: SchedPolicy> Scheduler<P> {
                 }
                 // Blocked but delayed (DELAY_DEQUEUE): back in the tree,
                 // stamped like any put-back (`update_stats_wait_start_fair`
-                // for an on_rq prev; the balancer's order reads it).
+                // for an on_rq prev). Its `cfs_tasks` place is unchanged.
                 TaskState::Sleeping if c.tasks[pv].se.sched_delayed => {
                     c.tasks[pv].wait_start = now.max(1);
                 }
