@@ -197,6 +197,18 @@ pub fn detach_tasks(
         }
     }
     core.rqs[env.src_cpu].lru_scratch = lru;
+    // Linux detaches onto a list (`list_add`: last detached first) and
+    // `attach_tasks` enqueues from its head, so the destination's
+    // `cfs_tasks` gets them in reverse detach order: the first task
+    // detached ends nearest the head. (Each was enqueued as it was moved.)
+    if moved.len() > 1 {
+        let c = &mut *core;
+        for m in moved.iter().rev() {
+            c.rqs[env.dst_cpu]
+                .cfs
+                .cfs_tasks_move_to_head(&mut c.tasks[m.task].se);
+        }
+    }
     moved
 }
 

@@ -975,3 +975,90 @@ fn the_balancer_takes_the_least_recently_enqueued_or_picked_task_first() {
         assert_eq!(r.moved[0].task, a, "{pick:?}");
     }
 }
+
+/// Only a *different* task moves to the head of `cfs_tasks` at a pick
+/// (`pick_next_task_fair` calls `__set_next_task_fair` for `prev != p`;
+/// `put_prev_set_next_task` returns at once for `next == prev`). On CPU 0,
+/// A is picked at 1 ms and forks B and C at once (list C, B, A);
+/// `schedule()` picks A again (CFS: the children start from A's vruntime
+/// plus a slice; EEVDF: all three are eligible and A's slice is protected), which
+/// keeps its place; at 20 ms the
+/// tick preempts A and B or C is picked (list X, Y, A). At 30 ms newly idle
+/// CPU 1 pulls the tail, A (cold). Had the re-pick moved A to the head
+/// (A, C, B, then X, A, Y), the pull would take the waiting one of B and C.
+#[test]
+fn picking_the_running_task_again_keeps_its_cfs_tasks_place() {
+    for pick in [PickPolicy::Cfs, PickPolicy::Eevdf] {
+        let mut s = sched(&spec(1, 4, 1, 1), pick, "");
+        let a = queue_on(&mut s, 0, 1, 1_000_000)[0];
+        for t in [1_000_000, 1_000_000] {
+            s.wake_up_new_task_on(Some(a), 0, 0, TaskPolicy::Normal, t);
+        }
+        s.schedule(0, 1_000_000);
+        assert_eq!(s.current(0), Some(a), "{pick:?}: A picked again");
+        let _ = s.tick(0, 20_000_000);
+        s.schedule(0, 20_000_000);
+        assert_ne!(s.current(0), Some(a), "{pick:?}: the tick preempted A");
+        let r = load_balance(&mut s.core(), 1, 0, CpuIdleType::NewlyIdle, 30_000_000);
+        assert_eq!(r.moved.len(), 1, "{pick:?}: {:?}", s.stats().lb);
+        assert_eq!(r.moved[0].task, a, "{pick:?}");
+    }
+}
+
+/// `detach_tasks` moves a task it looked at and left to the head of the
+/// source's `cfs_tasks` (`list_move` at its `next:` label), so the next
+/// pass looks at the others first. On CPU 0, A is picked at 1 ms and runs
+/// until the tick at 20 ms; B, C, D are created at 5, 6, 7 ms; one of them,
+/// X, is picked at 20 ms (list X, then the two others newest first, A). At
+/// 20.1 ms newly idle CPU 1 looks at A first: cache hot (it ran 0.1 ms
+/// ago, under the 0.5 ms migration cost, no failures yet), so A goes to
+/// the head; it pulls the next, Y, the older of the two waiting. CPU 0 is
+/// left with A, X, Z from the head. At 30 ms (A cold) newly idle CPU 2
+/// pulls the tail, Z; without the move A would still be the tail.
+#[test]
+fn a_task_the_balancer_skips_goes_to_the_head_of_the_list() {
+    for pick in [PickPolicy::Cfs, PickPolicy::Eevdf] {
+        let mut s = sched(&spec(1, 4, 1, 1), pick, "");
+        let a = queue_on(&mut s, 0, 1, 1_000_000)[0];
+        let others: Vec<TaskId> = [5_000_000, 6_000_000, 7_000_000]
+            .iter()
+            .map(|&t| {
+                s.wake_up_new_task_on(None, 0, 0, TaskPolicy::Normal, t)
+                    .task
+            })
+            .collect();
+        let _ = s.tick(0, 20_000_000);
+        s.schedule(0, 20_000_000);
+        let x = s.current(0).unwrap();
+        assert_ne!(x, a, "{pick:?}: the tick preempted A");
+        let waiting: Vec<TaskId> = others.iter().copied().filter(|&t| t != x).collect();
+        let (y, z) = (waiting[0], waiting[1]);
+        let hot = s.stats().lb.lb_failed_hot;
+        let r = load_balance(&mut s.core(), 1, 0, CpuIdleType::NewlyIdle, 20_100_000);
+        assert_eq!(s.stats().lb.lb_failed_hot, hot + 1, "{pick:?}: A was hot");
+        assert_eq!(r.moved.len(), 1, "{pick:?}: {:?}", s.stats().lb);
+        assert_eq!(r.moved[0].task, y, "{pick:?}");
+        let r = load_balance(&mut s.core(), 2, 0, CpuIdleType::NewlyIdle, 30_000_000);
+        assert_eq!(r.moved.len(), 1, "{pick:?}: {:?}", s.stats().lb);
+        assert_eq!(r.moved[0].task, z, "{pick:?}");
+    }
+}
+
+/// `detach_tasks` collects what it takes with `list_add` (last detached
+/// first) and `attach_tasks` enqueues from that list's head, so on the
+/// destination's `cfs_tasks` the first task detached ends nearest the
+/// head. Five tasks on CPU 0 and an idle CPU 1 (MC groups of one CPU:
+/// `sibling_imbalance` 5 - 0 = 5, halved to 2): one pass moves two.
+#[test]
+fn tasks_pulled_together_are_attached_in_reverse_detach_order() {
+    let mut s = sched(&spec(1, 4, 1, 1), PickPolicy::Cfs, "");
+    queue_on(&mut s, 0, 5, 1000);
+    let r = load_balance(&mut s.core(), 1, 0, CpuIdleType::Idle, 20_000_000);
+    assert_eq!(r.moved.len(), 2, "{:?}", s.stats().lb);
+    let pos = |t| s.core().tasks[t].se.cfs_tasks_pos;
+    let (first, second) = (r.moved[0].task, r.moved[1].task);
+    assert!(
+        pos(first) > pos(second),
+        "the first detached is nearer the head"
+    );
+}

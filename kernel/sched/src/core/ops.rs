@@ -102,8 +102,8 @@ impl SchedCore<'_> {
         t.cpu = cpu;
         if rq.curr != Some(p) {
             // A delayed task the balancer moved stays asleep on its new
-            // queue; like any queued task it keeps (or gets) the stamp
-            // that orders it for the balancer (`lru_tasks`).
+            // queue; like any queued task it keeps (or gets) its schedstat
+            // wait stamp.
             if !t.se.sched_delayed {
                 t.state = TaskState::Runnable;
             }

@@ -27,11 +27,17 @@ impl SchedCore<'_> {
 
     /// `get_rd_overloaded()`: the root domain's sticky `overloaded` flag
     /// ([`Shared::rd_overloaded`]), or a held runqueue with more than one
-    /// task not yet published (Linux's `add_nr_running` sets the flag at
-    /// once; here the unlock's publish does). May be true when no CPU holds
-    /// two tasks any more, until a top-domain balance pass clears it.
+    /// task whose snapshot still says at most one: it rose to two since its
+    /// last publish, which Linux's `add_nr_running` flags at once and the
+    /// unlock's publish flags here. May be true when no CPU holds two tasks
+    /// any more, until a top-domain balance pass clears it.
     pub fn any_overloaded(&self) -> bool {
-        self.shared.rd_overloaded() || self.rqs.held.iter().any(|(_, rq)| rq.nr_running() > 1)
+        self.shared.rd_overloaded()
+            || self
+                .rqs
+                .held
+                .iter()
+                .any(|(c, rq)| rq.nr_running() > 1 && self.shared.snap[*c].nr_running() <= 1)
     }
 
     /// `nr_running` of any CPU (live if held, else snapshot).

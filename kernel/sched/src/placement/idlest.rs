@@ -92,7 +92,10 @@ pub fn update_sg_wakeup_stats(
         // `idle_cpu_without(cpu, p)`, from the same lookup.
         if nr == 0
             && match f.live {
-                Some(rq) => rq.curr.is_none_or(|c| c == p) && !core.shared.ttwu_pending(cpu),
+                Some(rq) => {
+                    rq.curr.or(rq.switching_out).is_none_or(|c| c == p)
+                        && !core.shared.ttwu_pending(cpu)
+                }
                 None => core.idle_cpu(cpu),
             }
         {

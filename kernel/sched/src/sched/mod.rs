@@ -194,9 +194,11 @@ impl<P: SchedPolicy> Scheduler<P> {
         let prev = core.rqs[cpu].curr;
         // Slice bookkeeping of prev, kept if prev is picked again (Linux's
         // pick_next_task_fair does no put_prev/set_next for prev == next).
+        // Its `cfs_tasks` place is kept too: only a different task moves to
+        // the list's head (`__set_next_task_fair` runs for `prev != p`).
         let prev_slice = prev
             .and_then(|p| core.tasks.get(p))
-            .map(|t| (t.se.prev_sum_exec_runtime, t.se.vprot));
+            .map(|t| (t.se.prev_sum_exec_runtime, t.se.vprot, t.se.cfs_tasks_pos));
         // Whether prev stays runnable here. Only then is "next == prev" the
         // same task continuing: once prev exited its id may be reused by a
         // new task pulled in while a balance pass had this lock dropped.
@@ -258,9 +260,12 @@ impl<P: SchedPolicy> Scheduler<P> {
                 entity::set_next_entity(&mut c.rqs[cpu].cfs, &mut c.tasks, cfg, n, now);
                 let t = &mut c.tasks[n];
                 t.state = TaskState::Running;
-                if let (true, Some((sum, vprot))) = (prev_requeued && Some(n) == prev, prev_slice) {
+                if let (true, Some((sum, vprot, pos))) =
+                    (prev_requeued && Some(n) == prev, prev_slice)
+                {
                     t.se.prev_sum_exec_runtime = sum;
                     t.se.vprot = vprot;
+                    t.se.cfs_tasks_pos = pos;
                     t.wait_start = 0;
                     t.stats.pcount -= 1;
                 }
