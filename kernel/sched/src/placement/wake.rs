@@ -53,38 +53,65 @@ fn waker_fields(core: &SchedCore, w: Waker) -> WakeeFields {
     }
 }
 
-fn set_waker_fields(core: &mut SchedCore, w: Waker, f: WakeeFields) {
-    match w {
-        Waker::Task(t) => {
-            let t = &mut core.tasks[t];
-            t.wakee_flips = f.flips;
-            t.wakee_flip_decay_ts = f.decay_ts;
-            t.last_wakee = f.last;
-        }
-        Waker::Idle(cpu) => core.rqs[cpu].idle_wakee = f,
+/// `record_wakee`'s update of the waker's fields, in place; true when the
+/// waker lends the wakee a flip (seed 003's heavy-waker rule).
+#[inline]
+fn record_on(
+    flips: &mut u32,
+    decay_ts: &mut u64,
+    last: &mut Option<TaskId>,
+    p: TaskId,
+    lend_over: Option<u32>,
+    now: u64,
+) -> bool {
+    if now > *decay_ts + WAKEE_FLIP_DECAY_NS {
+        *flips >>= 1;
+        *decay_ts = now;
     }
+    if *last == Some(p) {
+        return false;
+    }
+    // Seed 003 (Gorman): a heavy waker lends the wakee one flip.
+    let inherit = lend_over.is_some_and(|m| *flips > m);
+    *last = Some(p);
+    *flips += 1;
+    inherit
 }
 
 /// `record_wakee(p)` run by the waker `w` on `this_cpu`.
 pub fn record_wakee(core: &mut SchedCore, w: Waker, p: TaskId, this_cpu: CpuId, now: u64) {
-    let heavy = core.cfg.features.has(Feat::WakeWideHeavy);
-    let min = 2 * core.topo.llc_size[this_cpu] as u32;
-    let p_flips = core.tasks[p].wakee_flips;
-    let mut waker = waker_fields(core, w);
-    if now > waker.decay_ts + WAKEE_FLIP_DECAY_NS {
-        waker.flips >>= 1;
-        waker.decay_ts = now;
-    }
-    if waker.last != Some(p) {
-        // Seed 003 (Gorman): a heavy waker lends the wakee one flip.
-        let inherit = heavy && waker.flips > p_flips.saturating_mul(min);
-        waker.last = Some(p);
-        waker.flips += 1;
-        if inherit {
-            core.tasks[p].wakee_flips += 1;
+    // WAKE_WIDE_HEAVY: the waker lends a flip above `p.flips * 2 * llc_size`.
+    let lend_over = core.cfg.features.has(Feat::WakeWideHeavy).then(|| {
+        let min = 2 * core.topo.llc_size[this_cpu] as u32;
+        core.tasks[p].wakee_flips.saturating_mul(min)
+    });
+    let inherit = match w {
+        Waker::Task(t) => {
+            let t = &mut core.tasks[t];
+            record_on(
+                &mut t.wakee_flips,
+                &mut t.wakee_flip_decay_ts,
+                &mut t.last_wakee,
+                p,
+                lend_over,
+                now,
+            )
         }
+        Waker::Idle(cpu) => {
+            let f = &mut core.rqs[cpu].idle_wakee;
+            record_on(
+                &mut f.flips,
+                &mut f.decay_ts,
+                &mut f.last,
+                p,
+                lend_over,
+                now,
+            )
+        }
+    };
+    if inherit {
+        core.tasks[p].wakee_flips += 1;
     }
-    set_waker_fields(core, w, waker);
 }
 
 /// `wake_wide(p)`: true = spread (do not try the affine path).
