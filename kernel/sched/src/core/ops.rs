@@ -194,7 +194,17 @@ impl SchedCore<'_> {
     /// `set_task_cpu()` + `migrate_task_rq_fair()` for a task that is not
     /// queued (wakeup or fork placement): sync its PELT to the old queue, move
     /// its contribution to `removed`, mark it for attach.
-    pub fn migrate_sleeping_task(&mut self, p: TaskId, to: CpuId, reason: MigrationReason) {
+    ///
+    /// `now` is the waker's time: `migrate_se_pelt_lag` decays the sleeper
+    /// further when its old CPU idles, whose queue may have been last
+    /// updated long ago.
+    pub fn migrate_sleeping_task(
+        &mut self,
+        p: TaskId,
+        to: CpuId,
+        reason: MigrationReason,
+        now: u64,
+    ) {
         let from = self.tasks[p].cpu;
         if from == to {
             return;
@@ -202,7 +212,31 @@ impl SchedCore<'_> {
         let pick = self.cfg.pick;
         pick.migrate_task_rq(self, p, from);
         self.remove_entity_load_avg(p);
+        self.migrate_se_pelt_lag(p, from, now);
+        // "Tell new CPU we are migrated."
+        self.tasks[p].se.avg.last_update_time = 0;
         self.note_migration(p, from, to, reason);
+    }
+
+    /// `migrate_se_pelt_lag()` (5.18+): after `remove_entity_load_avg`
+    /// synced the sleeper to its old queue's `last_update_time`, a source
+    /// CPU that runs its idle task may not have updated that queue for a
+    /// while (a tickless idle CPU: indefinitely), so Linux estimates the
+    /// missed idle time and decays the entity as blocked up to about now;
+    /// not for a busy source (its clock is recent), nor for an entity whose
+    /// sums are all zero (`load_avg_is_decayed`). PELT time is the runqueue
+    /// clock here, so the estimate is the waker's `now`.
+    fn migrate_se_pelt_lag(&mut self, p: TaskId, from: CpuId, now: u64) {
+        let src_idle = self.read(from, |r| r.runs_idle_task(), |s| s.curr_idle.load(Relaxed));
+        let t = &mut self.tasks[p];
+        let a = &t.se.avg;
+        let decayed = a.load_sum == 0 && a.util_sum == 0 && a.runnable_sum == 0;
+        if !src_idle || decayed || a.last_update_time == 0 {
+            return;
+        }
+        let at = now.max(a.last_update_time);
+        let w = t.se.load.weight;
+        pelt::update_entity_load_avg(&mut t.se.avg, at, w, false, false);
     }
 
     /// `remove_entity_load_avg()`: defer removal of `p`'s contribution from
@@ -233,7 +267,6 @@ impl SchedCore<'_> {
                 self.shared.removed_pending[cpu].store(true, Release);
             }
         }
-        t.se.avg.last_update_time = 0;
     }
 
     /// `detach_task()` + `attach_task()`: move a queued, not running task.

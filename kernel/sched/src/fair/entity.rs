@@ -66,12 +66,15 @@ pub fn update_curr(cfs: &mut CfsRq, tasks: &mut impl Tasks, cfg: &SchedConfig, n
     se.exec_start = now;
     se.sum_exec_runtime += delta;
     se.vruntime += calc_delta_fair(delta, &se.load);
-    let resched = cfg.pick.update_deadline(cfg, nr_running, se);
+    let deadline = cfg.pick.update_deadline(cfg, nr_running, se);
+    cfs.update_min_vruntime(cfg.pick, tasks);
+    // Linux's order: update_deadline, update_min_vruntime, then (with
+    // others queued) `resched || did_preempt_short`.
+    let resched = deadline || (nr_running > 1 && cfg.pick.did_preempt_short(cfs, tasks, cfg, c));
     if resched {
         clear_buddies(cfs, c);
         cfs.resched = true;
     }
-    cfs.update_min_vruntime(cfg.pick, tasks);
     resched
 }
 

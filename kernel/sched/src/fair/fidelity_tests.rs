@@ -260,3 +260,162 @@ fn a_deadline_a_wakeup_passes_first_reschedules_as_at_a_tick() {
         assert_eq!(s.stats().rq.wakeup_preempt, 0);
     }
 }
+
+#[test]
+fn a_curr_without_slice_protection_is_rescheduled_once_ineligible() {
+    // Linux 6.12 update_curr(): with more than one entity queued,
+    // `if (resched || did_preempt_short(cfs_rq, curr))` reschedules, and
+    // did_preempt_short() is `curr->vlag != curr->deadline` (the stash of
+    // set_next_entity no longer matches: protection cancelled, or curr
+    // picked again after a renewal) `&& !entity_eligible(cfs_rq, curr)`.
+    // Two new nice-0 tasks on CPU 0 under EEVDF, both placed at V with half
+    // the 0.75 ms base slice as first request (PLACE_DEADLINE_INITIAL): A
+    // runs 0.2 ms, so A's vruntime is 0.2 ms past B's and V lies halfway: A
+    // is not eligible, and its deadline (0.375 ms) is not reached. Protected (as
+    // picked), the tick leaves A running (RUN_TO_PARITY); with the stash
+    // gone it reschedules; with NO_PREEMPT_SHORT it does not.
+    for (features, protected, want) in [
+        ("", true, false),
+        ("", false, true),
+        ("NO_PREEMPT_SHORT", false, false),
+    ] {
+        let s = sched(&spec(1, 1, 1, 1), PickPolicy::Eevdf, features);
+        let a = s
+            .wake_up_new_task_on(None, 0, 0, TaskPolicy::Normal, 1_000_000)
+            .task;
+        s.wake_up_new_task_on(None, 0, 0, TaskPolicy::Normal, 1_000_000);
+        s.schedule(0, 1_000_000);
+        assert_eq!(s.current(0), Some(a), "{features}");
+        if !protected {
+            s.core().tasks[a].se.vprot = None;
+        }
+        let before = s.stats().rq.tick_preempt;
+        let _ = s.tick(0, 1_200_000);
+        let c = s.core();
+        let se = &c.tasks[a].se;
+        assert!(
+            !c.rqs[0].cfs.vruntime_eligible(&c.tasks, se.vruntime),
+            "A is past V"
+        );
+        assert!(
+            (se.deadline as i64).wrapping_sub(se.vruntime as i64) > 0,
+            "A's deadline is ahead"
+        );
+        drop(c);
+        assert_eq!(
+            s.stats().rq.tick_preempt,
+            before + u64::from(want),
+            "{features} protected={protected}"
+        );
+    }
+}
+
+#[test]
+fn a_new_tasks_initial_util_reads_the_queue_as_last_updated() {
+    // Linux 6.12 wake_up_new_task(): update_rq_clock(rq) and then
+    // post_init_entity_util_avg(p), which reads cfs_rq->avg as last updated
+    // (no PELT update of the queue first): cap = (1024 - util_avg) / 2,
+    // util = util_avg * se_weight / (load_avg + 1), capped; runnable =
+    // util. CPU 1's queue was last updated at 1 ms with util_avg 400 and
+    // load_avg 1023; a task forked onto it at 100 ms gets cap =
+    // (1024 - 400) / 2 = 312 and util = min(400 * 1024 / 1024, 312) = 312.
+    // (Decayed over the 99 ms first, the queue would give about 400.)
+    for pick in [PickPolicy::Cfs, PickPolicy::Eevdf] {
+        let s = sched(&spec(1, 2, 1, 1), pick, "");
+        {
+            let mut c = s.core();
+            let avg = &mut c.rqs[1].cfs.avg;
+            avg.util_avg = 400;
+            avg.load_avg = 1023;
+            avg.last_update_time = 1_000_000;
+        }
+        let p = s
+            .wake_up_new_task_on(None, 1, 0, TaskPolicy::Normal, 100_000_000)
+            .task;
+        let c = s.core();
+        let a = &c.tasks[p].se.avg;
+        assert_eq!((a.util_avg, a.runnable_avg), (312, 312), "{pick:?}");
+    }
+}
+
+#[test]
+fn a_sleeper_leaving_an_idle_cpu_is_decayed_to_the_wakeup() {
+    use crate::pelt;
+    // Linux migrate_task_rq_fair(): remove_entity_load_avg(se) syncs the
+    // sleeper to its old queue's last_update_time and queues that
+    // contribution for removal; then migrate_se_pelt_lag(se), when the old
+    // CPU runs its idle task and the entity is not fully decayed, decays it
+    // as blocked to (an estimate of) now, so it does not arrive on its new
+    // CPU with the load of a sleep it never paid for. A task runs on CPU 1
+    // from 1 ms and blocks at 20 ms; CPU 1 then idles with no tick, its
+    // queue last updated at 20 ms; at 60 ms the task moves to CPU 0. It
+    // arrives decayed over the 40 ms (blocked: no load, runnable or
+    // running); CPU 1's removal takes the values at 20 ms. With CPU 1 busy
+    // instead (a second task running there), no extra decay.
+    for busy_src in [false, true] {
+        let mut s = sched(&spec(1, 2, 1, 1), PickPolicy::Eevdf, "");
+        let p = run_on(&mut s, 1, 1_000_000);
+        if busy_src {
+            s.wake_up_new_task_on(None, 1, 0, TaskPolicy::Normal, 1_000_000);
+        }
+        s.block(1, 20_000_000);
+        s.schedule(1, 20_000_000);
+        assert_eq!(s.current(1).is_some(), busy_src);
+        let mut c = s.core();
+        let synced = {
+            let mut a = c.tasks[p].se.avg;
+            let lut = c.rqs[1].cfs.avg.last_update_time;
+            pelt::update_entity_load_avg(&mut a, lut, c.tasks[p].se.load.weight, false, false);
+            a
+        };
+        assert!(synced.util_avg > 0);
+        let want = if busy_src {
+            synced
+        } else {
+            let mut a = synced;
+            pelt::update_entity_load_avg(
+                &mut a,
+                60_000_000,
+                c.tasks[p].se.load.weight,
+                false,
+                false,
+            );
+            a
+        };
+        c.migrate_sleeping_task(p, 0, MigrationReason::Wakeup, 60_000_000);
+        let got = c.tasks[p].se.avg;
+        assert_eq!(
+            (got.util_avg, got.load_avg, got.runnable_avg),
+            (want.util_avg, want.load_avg, want.runnable_avg),
+            "busy source: {busy_src}"
+        );
+        assert_eq!(got.last_update_time, 0, "marked for attach");
+        assert_eq!(c.rqs[1].cfs.removed.util_avg, synced.util_avg);
+        if !busy_src {
+            assert!(got.util_avg < synced.util_avg / 2, "40 ms of decay");
+        }
+    }
+}
+
+#[test]
+fn fork_charges_the_parent_only_under_cfs() {
+    // v5.11 task_fork_fair() starts with update_curr(cfs_rq) on the
+    // parent's queue; 6.12's is only set_task_max_allowed_capacity(p), so a
+    // fork whose child goes to another CPU leaves the parent's accounting
+    // (exec_start, sum_exec_runtime, vruntime) as it was. The parent runs
+    // on CPU 0 from 1 ms and forks at 2 ms; the child goes to idle CPU 1.
+    for (pick, charged) in [(PickPolicy::Cfs, true), (PickPolicy::Eevdf, false)] {
+        let mut s = sched(&spec(1, 2, 1, 1), pick, "");
+        let parent = run_on(&mut s, 0, 1_000_000);
+        let r = s.wake_up_new_task(Some(parent), 0, 0, TaskPolicy::Normal, 2_000_000);
+        assert_eq!(r.cpu, 1, "{pick:?}");
+        let c = s.core();
+        let se = &c.tasks[parent].se;
+        let want = if charged {
+            (2_000_000, 1_000_000)
+        } else {
+            (1_000_000, 0)
+        };
+        assert_eq!((se.exec_start, se.sum_exec_runtime), want, "{pick:?}");
+    }
+}

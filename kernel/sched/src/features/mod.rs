@@ -48,6 +48,8 @@ pub enum Feat {
     RunToParity,
     /// EEVDF: pick the next buddy if it is eligible.
     PickBuddy,
+    /// EEVDF update_curr: reschedule an unprotected curr once ineligible.
+    PreemptShort,
     /// wake_affine: use wake_affine_idle.
     WaIdle,
     /// wake_affine: use wake_affine_weight.
@@ -185,6 +187,12 @@ pub const FEATURES: &[FeatureDesc] = &[
         name: "PICK_BUDDY",
         default: true,
         doc: "EEVDF: pick an eligible next buddy (Linux 6.12+)",
+    },
+    FeatureDesc {
+        feat: Feat::PreemptShort,
+        name: "PREEMPT_SHORT",
+        default: true,
+        doc: "EEVDF update_curr: reschedule a curr that lost its slice protection (a wakeup cancelled it, or it was picked again after a renewal) as soon as it is not eligible (did_preempt_short, Linux 6.12+; the slice-comparing half, do_preempt_short, needs custom slices and is not modelled)",
     },
     FeatureDesc {
         feat: Feat::WaIdle,

@@ -151,10 +151,9 @@ impl<P: SchedPolicy> Scheduler<P> {
         {
             let c = &mut core;
             let rq = &mut c.rqs[this_cpu];
-            entity::update_curr(&mut rq.cfs, &mut c.tasks, cfg, now);
             let parent_curr = parent.filter(|&q| rq.curr == Some(q));
             cfg.pick
-                .task_fork(&rq.cfs, &mut c.tasks, cfg, p, parent_curr);
+                .task_fork(&mut rq.cfs, &mut c.tasks, cfg, p, parent_curr, now);
             // dup_task_struct copies the parent's task_struct and sched_fork
             // does not reset the wakee fields: the child starts with the
             // parent's wakee_flips, decay stamp and last_wakee (so threads
@@ -169,7 +168,8 @@ impl<P: SchedPolicy> Scheduler<P> {
                 t.wakee_flip_decay_ts = ts;
                 t.last_wakee = last;
             }
-            // task_fork_fair's update_curr may have asked for one.
+            // A pick whose task_fork charges the parent (v5.11's update_curr)
+            // may have asked for one.
             c.resched_if_update_curr_asked(this_cpu);
         }
         let cpu = match start {
@@ -200,12 +200,14 @@ impl<P: SchedPolicy> Scheduler<P> {
         // first: the task is attached at now, by enqueue_entity.
         let stale = core.rqs[cpu].clock;
         let v48 = !cfg.features.has(Feat::ForkClockUpdate) && stale < now;
-        let at = if v48 {
-            stale
+        // Mainline's post_init_entity_util_avg reads the queue's averages as
+        // last updated (wake_up_new_task only updates the rq clock before
+        // it); v4.8's brought the queue to the (stale) clock first.
+        if v48 {
+            entity::update_rq_load_avg(&mut core.rqs[cpu].cfs, stale);
         } else {
-            core.update_rq_clock(cpu, now)
-        };
-        entity::update_rq_load_avg(&mut core.rqs[cpu].cfs, at);
+            core.update_rq_clock(cpu, now);
+        }
         {
             let cap = core.rqs[cpu].cpu_capacity_orig;
             let rq_avg = core.rqs[cpu].cfs.avg;
@@ -369,7 +371,7 @@ impl<P: SchedPolicy> Scheduler<P> {
                 if migrated {
                     core.stats.wake.nr_wakeups_migrate += 1;
                     core.tasks[p].stats.nr_wakeups_migrate += 1;
-                    core.migrate_sleeping_task(p, cpu, MigrationReason::Wakeup);
+                    core.migrate_sleeping_task(p, cpu, MigrationReason::Wakeup, now);
                 }
                 core.stats.wake.ttwu_queued += 1;
                 core.tasks.queue_wake(p, cpu, migrated);
@@ -389,7 +391,7 @@ impl<P: SchedPolicy> Scheduler<P> {
         if migrated {
             core.stats.wake.nr_wakeups_migrate += 1;
             core.tasks[p].stats.nr_wakeups_migrate += 1;
-            core.migrate_sleeping_task(p, cpu, MigrationReason::Wakeup);
+            core.migrate_sleeping_task(p, cpu, MigrationReason::Wakeup, now);
         }
         let now_dst = core.update_rq_clock(cpu, now);
         self.ttwu_do_activate(&mut core, cpu, p, migrated, now_dst);
@@ -692,6 +694,7 @@ impl<P: SchedPolicy> Scheduler<P> {
         // is defensive).
         let p = self.deactivate_curr(&mut core, cpu, true, now);
         core.remove_entity_load_avg(p);
+        core.tasks[p].se.avg.last_update_time = 0;
         core.tasks[p].state = TaskState::Dead;
         core.stats.rq.nr_exits += 1;
         p

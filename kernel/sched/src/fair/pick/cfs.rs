@@ -273,16 +273,24 @@ impl PickDiscipline for Cfs {
         false
     }
 
-    /// v5.11 `task_fork_fair()`: [`task_fork`].
+    /// CFS has no slice protection to lose.
+    #[inline]
+    fn did_preempt_short(self, _: &CfsRq, _: &impl Tasks, _: &SchedConfig, _: TaskId) -> bool {
+        false
+    }
+
+    /// v5.11 `task_fork_fair()`: `update_curr`, then [`task_fork`].
     #[inline]
     fn task_fork(
         self,
-        cfs: &CfsRq,
+        cfs: &mut CfsRq,
         tasks: &mut impl Tasks,
         cfg: &SchedConfig,
         p: TaskId,
         parent_curr: Option<TaskId>,
+        now: u64,
     ) {
+        update_curr(cfs, tasks, cfg, now);
         task_fork(cfs, tasks, cfg, p, parent_curr);
     }
 

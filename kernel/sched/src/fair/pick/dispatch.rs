@@ -58,13 +58,14 @@ impl PickDiscipline for PickPolicy {
     #[inline(always)]
     fn task_fork(
         self,
-        cfs: &CfsRq,
+        cfs: &mut CfsRq,
         tasks: &mut impl Tasks,
         cfg: &SchedConfig,
         p: TaskId,
         parent_curr: Option<TaskId>,
+        now: u64,
     ) {
-        dispatch!(self, |d| d.task_fork(cfs, tasks, cfg, p, parent_curr))
+        dispatch!(self, |d| d.task_fork(cfs, tasks, cfg, p, parent_curr, now))
     }
 
     #[inline(always)]
@@ -102,6 +103,17 @@ impl PickDiscipline for PickPolicy {
     #[inline(always)]
     fn dequeue_detach(self, cfs: &CfsRq, se: &mut SchedEntity, flags: DequeueFlags) {
         dispatch!(self, |d| d.dequeue_detach(cfs, se, flags))
+    }
+
+    #[inline(always)]
+    fn did_preempt_short(
+        self,
+        cfs: &CfsRq,
+        tasks: &impl Tasks,
+        cfg: &SchedConfig,
+        curr: TaskId,
+    ) -> bool {
+        dispatch!(self, |d| d.did_preempt_short(cfs, tasks, cfg, curr))
     }
 
     #[inline(always)]

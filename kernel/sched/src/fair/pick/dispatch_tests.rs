@@ -100,7 +100,7 @@ fn probe<D: PickDiscipline>(build: impl PickDiscipline, d: D) -> Vec<(&'static s
             )
         }),
         ("task_fork", |d, q, a, cfg, ids| {
-            d.task_fork(q, a, cfg, ids[4], Some(ids[3]));
+            d.task_fork(q, a, cfg, ids[4], Some(ids[3]), 50_000_000);
             String::new()
         }),
         ("enqueue_relative", |d, _, _, _, _| {

@@ -224,17 +224,41 @@ impl PickDiscipline for Eevdf {
         update_deadline(cfg, nr_running, se)
     }
 
+    /// 6.12+ `did_preempt_short()`: with PREEMPT_SHORT, a curr whose
+    /// protection is gone (its stash no longer equals its deadline: a
+    /// wakeup's `cancel_protect_slice`, or picked again after a renewal,
+    /// which does not stash) is rescheduled once it is not eligible. The
+    /// other half of PREEMPT_SHORT, `do_preempt_short()`, compares slices
+    /// and cannot fire without custom slices.
+    #[inline]
+    fn did_preempt_short(
+        self,
+        cfs: &CfsRq,
+        tasks: &impl Tasks,
+        cfg: &SchedConfig,
+        curr: TaskId,
+    ) -> bool {
+        if !cfg.features.has(Feat::PreemptShort) {
+            return false;
+        }
+        let se = &tasks[curr].se;
+        se.vprot != Some(se.deadline) && !cfs.vruntime_eligible(tasks, se.vruntime)
+    }
+
     /// 6.6+ `__sched_fork()`: zero lag and the base request; vruntime and
     /// deadline are set by `place_entity` at the first enqueue
-    /// (ENQUEUE_INITIAL).
+    /// (ENQUEUE_INITIAL). 6.12's `task_fork_fair()` charges nothing: the
+    /// parent's queue is not updated at fork (its enqueue does it if the
+    /// child lands there).
     #[inline]
     fn task_fork(
         self,
-        _: &CfsRq,
+        _: &mut CfsRq,
         tasks: &mut impl Tasks,
         cfg: &SchedConfig,
         p: TaskId,
         _: Option<TaskId>,
+        _: u64,
     ) {
         let se = &mut tasks[p].se;
         se.vlag = 0;

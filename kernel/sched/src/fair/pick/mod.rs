@@ -67,16 +67,30 @@ pub trait PickDiscipline: Copy {
     /// buddies). `nr_running` is the queue's, curr included.
     fn update_deadline(self, cfg: &SchedConfig, nr_running: u32, se: &mut SchedEntity) -> bool;
 
-    /// `task_fork_fair()` on the parent's queue, after its `update_curr`:
-    /// initialise the child `p`'s virtual time before fork placement.
+    /// `update_curr()`'s second reason to reschedule, tested when the
+    /// deadline did not ask and others are queued (6.12+
+    /// `did_preempt_short()`): curr lost its slice protection and is no
+    /// longer eligible.
+    fn did_preempt_short(
+        self,
+        cfs: &CfsRq,
+        tasks: &impl Tasks,
+        cfg: &SchedConfig,
+        curr: TaskId,
+    ) -> bool;
+
+    /// `task_fork_fair()` on the parent's queue (at `now`): initialise the
+    /// child `p`'s virtual time before fork placement. v5.11's charges the
+    /// parent's queue first (`update_curr`); 6.12's does neither.
     /// `parent_curr` is the parent if it is the running task of `cfs`.
     fn task_fork(
         self,
-        cfs: &CfsRq,
+        cfs: &mut CfsRq,
         tasks: &mut impl Tasks,
         cfg: &SchedConfig,
         p: TaskId,
         parent_curr: Option<TaskId>,
+        now: u64,
     );
 
     /// `migrate_task_rq_fair()`'s virtual-time step for a task that is not
