@@ -948,6 +948,18 @@ fn the_root_domains_overloaded_flag_stays_set_until_a_top_level_pass() {
     assert_eq!(s.stats().lb.newidle_skipped, skipped + 1, "CPU 3 skipped");
 }
 
+/// The end both `cfs_tasks` order tests share: the tick at 20 ms preempts
+/// A on CPU 0 and another task is picked; at 30 ms newly idle CPU 1 pulls
+/// one task, which must be A (cold by then).
+fn tick_preempts_then_cpu1_pulls(s: &mut Scheduler, a: TaskId, pick: PickPolicy) {
+    let _ = s.tick(0, 20_000_000);
+    s.schedule(0, 20_000_000);
+    assert_ne!(s.current(0), Some(a), "{pick:?}: the tick preempted A");
+    let r = load_balance(&mut s.core(), 1, 0, CpuIdleType::NewlyIdle, 30_000_000);
+    assert_eq!(r.moved.len(), 1, "{pick:?}: {:?}", s.stats().lb);
+    assert_eq!(r.moved[0].task, a, "{pick:?}");
+}
+
 /// `detach_tasks` takes tasks from the tail of the source's `cfs_tasks`
 /// list, to which `account_entity_enqueue` adds at the head and which
 /// `__set_next_task_fair` reorders by moving the picked task to the head:
@@ -967,12 +979,7 @@ fn the_balancer_takes_the_least_recently_enqueued_or_picked_task_first() {
         for t in [5_000_000, 6_000_000] {
             s.wake_up_new_task_on(None, 0, 0, TaskPolicy::Normal, t);
         }
-        let _ = s.tick(0, 20_000_000);
-        s.schedule(0, 20_000_000);
-        assert_ne!(s.current(0), Some(a), "{pick:?}: the tick preempted A");
-        let r = load_balance(&mut s.core(), 1, 0, CpuIdleType::NewlyIdle, 30_000_000);
-        assert_eq!(r.moved.len(), 1, "{pick:?}: {:?}", s.stats().lb);
-        assert_eq!(r.moved[0].task, a, "{pick:?}");
+        tick_preempts_then_cpu1_pulls(&mut s, a, pick);
     }
 }
 
@@ -981,9 +988,9 @@ fn the_balancer_takes_the_least_recently_enqueued_or_picked_task_first() {
 /// `put_prev_set_next_task` returns at once for `next == prev`). On CPU 0,
 /// A is picked at 1 ms and forks B and C at once (list C, B, A);
 /// `schedule()` picks A again (CFS: the children start from A's vruntime
-/// plus a slice; EEVDF: all three are eligible and A's slice is protected), which
-/// keeps its place; at 20 ms the
-/// tick preempts A and B or C is picked (list X, Y, A). At 30 ms newly idle
+/// plus a slice; EEVDF: all three are eligible and A's slice is protected),
+/// which keeps its place; at 20 ms the tick preempts A and B or C is picked
+/// (list X, Y, A). At 30 ms newly idle
 /// CPU 1 pulls the tail, A (cold). Had the re-pick moved A to the head
 /// (A, C, B, then X, A, Y), the pull would take the waiting one of B and C.
 #[test]
@@ -996,12 +1003,7 @@ fn picking_the_running_task_again_keeps_its_cfs_tasks_place() {
         }
         s.schedule(0, 1_000_000);
         assert_eq!(s.current(0), Some(a), "{pick:?}: A picked again");
-        let _ = s.tick(0, 20_000_000);
-        s.schedule(0, 20_000_000);
-        assert_ne!(s.current(0), Some(a), "{pick:?}: the tick preempted A");
-        let r = load_balance(&mut s.core(), 1, 0, CpuIdleType::NewlyIdle, 30_000_000);
-        assert_eq!(r.moved.len(), 1, "{pick:?}: {:?}", s.stats().lb);
-        assert_eq!(r.moved[0].task, a, "{pick:?}");
+        tick_preempts_then_cpu1_pulls(&mut s, a, pick);
     }
 }
 
