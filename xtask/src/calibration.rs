@@ -254,6 +254,11 @@ pub fn profile_toml(records: &[Value], source: &str) -> Result<String> {
             "the machine has no SMT sibling of CPU 0",
         ),
     });
+    cpu.push(builtin(
+        "smt_spin_speed",
+        base.cpu.smt_spin_speed,
+        "calibrate does not time a thread next to a pause-loop spinner",
+    ));
 
     // [kernel]
     let syscall = u(cal, "pipe_call_ns")? as f64;

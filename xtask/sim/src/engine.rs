@@ -39,6 +39,17 @@ use crate::trace::{Kind, Trace};
 use crate::world::{Reply, Shared, Sys, TaskFuture, World};
 
 /// An event.
+/// What a CPU takes of its SMT core's throughput, least first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum SmtLoad {
+    /// Idle (halted): nothing.
+    Idle,
+    /// Its task spins in a barrier's `pause` loop.
+    Spins,
+    /// Its task runs.
+    Runs,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum Ev {
     Tick(usize),
@@ -278,7 +289,10 @@ impl Engine {
                         let t = self.task(p);
                         t.left = 0;
                         if t.spin != 0 {
+                            // The budget ran out: the thread leaves its
+                            // pause loop (and goes to sleep).
                             t.spin = 0;
+                            self.rerate_siblings(cpu);
                         }
                     }
                     self.run_after(cpu);
@@ -553,6 +567,7 @@ impl Engine {
         self.account(cpu);
         self.cpus[cpu].local_resched = false;
         let prev = self.cpus[cpu].curr;
+        let load_before = self.smt_load(cpu);
         let sw = if block {
             self.sched.block_and_schedule(cpu, self.now).1
         } else {
@@ -611,7 +626,7 @@ impl Engine {
         }
         self.cpus[cpu].curr = next;
         self.cpus[cpu].curr_tid = self.tid(next);
-        if prev.is_some() != next.is_some() {
+        if self.smt_load(cpu) != load_before {
             self.rerate_siblings(cpu);
         }
         self.start_segment(cpu);
@@ -626,21 +641,45 @@ impl Engine {
         }
     }
 
-    /// SMT: a CPU started or stopped running; its siblings' speed changes.
+    /// What `cpu` takes of its SMT core: nothing when idle, the pause loop
+    /// of a barrier spin (its running task has spin budget left, see
+    /// [`Task::spin`]; the charges worked off on top of it count with it),
+    /// or the core's shared throughput when its task runs.
+    pub(crate) fn smt_load(&self, cpu: usize) -> SmtLoad {
+        match self.cpus[cpu].curr {
+            None => SmtLoad::Idle,
+            Some(p) => match self.tasks.get(p.0 as usize) {
+                Some(Some(t)) if t.spin != 0 => SmtLoad::Spins,
+                _ => SmtLoad::Runs,
+            },
+        }
+    }
+
+    /// SMT: a CPU started or stopped running or spinning; the speeds of
+    /// its core's threads change. A thread runs at `smt_shared_speed` while
+    /// a sibling runs, at `smt_spin_speed` while siblings only spin, else
+    /// at full speed; a spinner's own polls run at full speed (a `pause`
+    /// loop's pace is the instruction's latency, not the core's share).
     // Off the hot path (a few % of events): kept out of `step`'s body.
     #[inline(never)]
-    fn rerate_siblings(&mut self, cpu: usize) {
+    pub(crate) fn rerate_siblings(&mut self, cpu: usize) {
         // The scheduler's own handle: its topology stays borrowed while the
         // CPUs change (no list of the siblings to allocate per call).
         let sched = Arc::clone(&self.sched);
         let sibs = &sched.shared.topo.smt[cpu];
         for s in sibs.iter() {
-            let busy_sibling = sibs.iter().any(|o| o != s && self.cpus[o].curr.is_some());
-            let rate = if busy_sibling {
-                (self.prof.cpu.smt_shared_speed * 1000.0).round().max(1.0) as u64
-            } else {
-                1000
+            let others = sibs
+                .iter()
+                .filter(|&o| o != s)
+                .map(|o| self.smt_load(o))
+                .max()
+                .unwrap_or(SmtLoad::Idle);
+            let speed = match (self.smt_load(s), others) {
+                (SmtLoad::Spins, _) | (_, SmtLoad::Idle) => 1.0,
+                (_, SmtLoad::Spins) => self.prof.cpu.smt_spin_speed,
+                (_, SmtLoad::Runs) => self.prof.cpu.smt_shared_speed,
             };
+            let rate = (speed * 1000.0).round().max(1.0) as u64;
             if rate != self.cpus[s].rate {
                 self.account(s);
                 self.cpus[s].rate = rate;

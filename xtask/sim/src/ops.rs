@@ -115,6 +115,8 @@ impl Engine {
         t.spin = 0;
         t.after = After::Reply(Reply::Leader(false));
         if let Some(c) = on_cpu {
+            // Out of its pause loop, it takes its share of the core again.
+            self.rerate_siblings(c);
             self.start_segment(c);
         }
     }
@@ -161,7 +163,13 @@ impl Engine {
             }
             // A spin budget is a count of polls, not jittered.
             Arrival::Spin(ns, generation) => {
-                self.task(p).spin = ns;
+                // The budget is its work from now (as `Next::Work` sets
+                // it), so the re-rating's accounting keeps the spin part.
+                let t = self.task(p);
+                t.spin = ns;
+                t.left = ns;
+                // Into its pause loop: its siblings get the core back.
+                self.rerate_siblings(cpu);
                 Next::Work(ns, After::Do(Sys::BarrierSleep { b, generation }))
             }
             Arrival::Sleep => self.block(p, 0.0, After::Reply(Reply::Leader(false)), "barrier"),

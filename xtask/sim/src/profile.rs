@@ -48,6 +48,9 @@ pub struct Cpu {
     pub compute_unit_ns: f64,
     /// Per-thread speed while an SMT sibling runs (0 < s <= 1).
     pub smt_shared_speed: f64,
+    /// Per-thread speed while the SMT siblings only spin in a barrier's
+    /// `pause` loop (0 < s <= 1).
+    pub smt_spin_speed: f64,
 }
 
 /// Kernel path costs (ns).
@@ -229,11 +232,13 @@ impl Profile {
                 self.cache.remote_dram_ns, self.cache.dram_ns
             ));
         }
-        let s = self.cpu.smt_shared_speed;
-        if !(s > 0.0 && s <= 1.0) {
-            return Err(format!(
-                "cost profile: cpu.smt_shared_speed = {s} must be in (0, 1]"
-            ));
+        for (k, s) in [
+            ("cpu.smt_shared_speed", self.cpu.smt_shared_speed),
+            ("cpu.smt_spin_speed", self.cpu.smt_spin_speed),
+        ] {
+            if !(s > 0.0 && s <= 1.0) {
+                return Err(format!("cost profile: {k} = {s} must be in (0, 1]"));
+            }
         }
         let j = self.noise.jitter;
         if !(0.0..0.5).contains(&j) {

@@ -365,6 +365,38 @@ fn barrier_spinners_released_within_their_spin_need_no_wakeup() {
     );
 }
 
+#[test]
+fn a_pause_loop_spinner_leaves_its_core_to_the_sibling() {
+    // Two threads on the two SMT threads of one core; the odd one does
+    // twice the work. Both compute at `smt_shared_speed` s until the even
+    // one reaches the barrier after W / s; it then spins (its budget covers
+    // the rest of the phase), and the odd one finishes its remaining W at
+    // `smt_spin_speed` (full in the profile: a pause loop takes a few per
+    // cent of the core's issue slots). A phase takes W (1 / s + 1); were the
+    // spinner a running thread, 2 W / s.
+    let (phases, work) = (10u64, 200_000u64);
+    let prof = schedsim::Profile::default_profile();
+    let (s, spin) = (prof.cpu.smt_shared_speed, prof.cpu.smt_spin_speed);
+    assert_eq!(spin, 1.0, "the profile's pause-loop sibling speed");
+    let w_ns = work as f64 * prof.cpu.compute_unit_ns;
+    let spin_us = (2.0 * w_ns / s / 1000.0).ceil() as u64;
+    let args = format!(
+        "threads:2,phases:{phases},work:{work},imbalance_pct:100,working_set_kib:0,spin_us:{spin_us}"
+    );
+    let r = record(&run(&config(machine(1, 1, 2), "nas", &args)), "nas");
+    let t = u(&r, "time_ns") as f64;
+    let want = phases as f64 * w_ns * (1.0 / s + 1.0 / spin);
+    let as_running = phases as f64 * 2.0 * w_ns / s;
+    assert!(
+        (t - want).abs() / want < 0.05,
+        "{t} ns, expected about {want} ns (a spinner sharing the core like a running thread: {as_running} ns)"
+    );
+    assert!(
+        u(&r["sched"]["wake"], "nr_wakeups") <= 2,
+        "released while spinning: no barrier wakeups"
+    );
+}
+
 /// A run with more threads than the scheduler core's live-task table fails
 /// before it creates any (`Env::check_threads`), naming the limit: here
 /// hackbench's largest run, 15,360 threads, plus one kworker per CPU on
