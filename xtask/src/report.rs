@@ -194,7 +194,8 @@ fn print_hackbench(h: &Value) {
     println!("  migrations {}: {}", u(&m["total"]), by.join(", "));
     let q = &s["wait_ns"];
     println!(
-        "  runqueue wait (ns, log2 bucket bounds): p50 {} p90 {} p99 {} max {} over {} picks",
+        "  runqueue wait (ns, within 1/64): mean {} p50 {} p90 {} p99 {} max {} over {} picks",
+        u(&q["mean"]),
         u(&q["p50"]),
         u(&q["p90"]),
         u(&q["p99"]),

@@ -58,8 +58,31 @@ fn hackbench_migrations(r: &RunResult) -> Result<Values> {
     ])
 }
 
+/// The runqueue latency of a hackbench run's timed interval (every
+/// task's waits from enqueue or a preemption's put-back to its switch-in,
+/// the interval of bcc's `runqlat` and of Linux's sched_info `run_delay`),
+/// in ns: the mean and the maximum exactly, the percentiles within 1/64
+/// (the record's log-linear histogram), named as Fleming named them in
+/// seed 002 ("max9* are percentiles").
+fn hackbench_runqlat(r: &RunResult) -> Result<Values> {
+    let h = record(r, "hackbench")?;
+    let w = &h["sched"]["wait_ns"];
+    let f = |k: &str| -> Result<f64> {
+        w[k].as_u64()
+            .map(|v| v as f64)
+            .with_context(|| format!("hackbench record without sched.wait_ns.{k}"))
+    };
+    Ok(vec![
+        ("mean".into(), f("mean")?),
+        ("max90".into(), f("p90")?),
+        ("max95".into(), f("p95")?),
+        ("max99".into(), f("p99")?),
+        ("max".into(), f("max")?),
+    ])
+}
+
 /// The metric `name` of `experiment` (None: its main metric, see
-/// [`for_experiment`]); `hackbench` also has `migrations`.
+/// [`for_experiment`]); `hackbench` also has `migrations` and `runqlat`.
 pub fn for_experiment_metric(experiment: &str, name: Option<&str>) -> Result<Metric> {
     match (experiment, name) {
         (_, None) => for_experiment(experiment),
@@ -70,8 +93,15 @@ pub fn for_experiment_metric(experiment: &str, name: Option<&str>) -> Result<Met
             extract: hackbench_migrations,
             title: |_| "hackbench-migrations".into(),
         }),
+        ("hackbench", Some("runqlat")) => Ok(Metric {
+            unit: "runqueue latency in ns",
+            better: Better::Lower,
+            decimals: 0,
+            extract: hackbench_runqlat,
+            title: |_| "hackbench-runqlat".into(),
+        }),
         (e, Some(n)) => bail!(
-            "--metric {n}: experiment '{e}' has no such metric (hackbench: migrations; default: the experiment's main metric)"
+            "--metric {n}: experiment '{e}' has no such metric (hackbench: migrations, runqlat; default: the experiment's main metric)"
         ),
     }
 }
@@ -251,6 +281,38 @@ mod tests {
         );
         assert!(for_experiment_metric("netperf", Some("migrations")).is_err());
         assert!(for_experiment_metric("hackbench", None).is_ok());
+    }
+
+    #[test]
+    fn hackbench_runqlat_reads_the_wait_histogram() {
+        let rec = serde_json::json!({"type": "hackbench", "sched": {"wait_ns": {
+            "count": 4, "min": 1, "mean": 616, "p50": 40, "p90": 900, "p95": 1_800,
+            "p99": 5_900, "p99_9": 6_000, "max": 7_000}}});
+        let r = RunResult {
+            outcome: Outcome::Success,
+            records: vec![rec],
+            log: vec![],
+            bad_records: vec![],
+            stderr: String::new(),
+            wall: std::time::Duration::ZERO,
+        };
+        let m = for_experiment_metric("hackbench", Some("runqlat")).unwrap();
+        assert_eq!(m.better, Better::Lower);
+        let names: Vec<(String, f64)> = (m.extract)(&r).unwrap();
+        assert_eq!(
+            names,
+            vec![
+                ("mean".to_string(), 616.0),
+                ("max90".to_string(), 900.0),
+                ("max95".to_string(), 1_800.0),
+                ("max99".to_string(), 5_900.0),
+                ("max".to_string(), 7_000.0)
+            ]
+        );
+        // A record without the histogram is an error, not a zero.
+        let mut bare = r;
+        bare.records = vec![serde_json::json!({"type": "hackbench", "sched": {}})];
+        assert!((m.extract)(&bare).is_err());
     }
 
     fn result_of(rec: serde_json::Value) -> RunResult {

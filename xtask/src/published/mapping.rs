@@ -119,8 +119,9 @@ fn map_001(row: &Row, full: bool) -> Mapping {
     }
 }
 
-/// Guittot's Hikey row (sockets, 1 group) and Fleming's 2s8 time row (pipe,
-/// 30 groups); the older-kernel and per-event rows are not compared.
+/// Guittot's Hikey row (sockets, 1 group), Fleming's 2s8 time row (pipe,
+/// 30 groups), his runqueue latencies and migrations of the same shape; the
+/// older-kernel and fork-spread rows are not compared.
 fn map_002(row: &Row) -> Mapping {
     if row.benchmark == "hackbench" && row.baseline_label.starts_with("v4.8") {
         return cell("sockets", 1, Some("Hikey (8 ARM cores) as 2s8-nosmt"));
@@ -155,10 +156,30 @@ fn map_002(row: &Row) -> Mapping {
             "fork spread: schedlab's hackbench counts scheduler events in the timed interval, which starts after the workers are forked",
         );
     }
-    not(format!(
-        "{}: the hackbench record has a log2-bucket runqueue-wait histogram, not a per-wakeup latency with Fleming's unstated unit; not compared",
-        row.metric
-    ))
+    if row.benchmark == "hackbench (runqueue latency)" {
+        // "runqueue latency max90 (percentile)" and the like.
+        let name = row
+            .metric
+            .strip_prefix("runqueue latency ")
+            .and_then(|m| m.split(' ').next());
+        let metric = match name {
+            Some("mean") => "mean",
+            Some("max90") => "max90",
+            Some("max95") => "max95",
+            Some("max99") => "max99",
+            Some("max") => "max",
+            other => return not(format!("runqueue latency {other:?} unknown")),
+        };
+        return Mapping::Cell {
+            part: "pipe-runqlat",
+            op: "30".into(),
+            metric,
+            caveat: Some(
+                "runqueue latency: every task's waits from enqueue or preemption to switch-in (runqlat's interval), ns, percentiles within 1/64; Fleming's method and unit not stated",
+            ),
+        };
+    }
+    not(format!("{}: no recipe part", row.metric))
 }
 
 /// mmtests hackbench-process-pipes by groups (40 tasks each) and tbench4 by
@@ -223,13 +244,14 @@ mod tests {
 
     /// (mapped, not reproduced) per seed, counted by hand from the rows:
     /// 000: ua active + ua passive; 001: 10 process + 10 threads rows + 5 TCP_RR + 5 UDP_RR rows;
-    /// 002: 002-03, 002-04 and the three migration rows 002-11..13; 003: groups 1..296 = 15 rows
+    /// 002: 002-03, 002-04, the five runqueue-latency rows 002-06..10 and the three migration
+    /// rows 002-11..13; 003: groups 1..296 = 15 rows
     /// (296 x 40 = 11,840 threads, under the 15,360 limit) + the 11 tbench4 rows (clients
     /// 1..1024); 004: all 18 rows, 6 tests x 3 placements.
     const EXPECTED: [(&str, usize, usize); 5] = [
         ("000", 2, 6),
         ("001", 30, 0),
-        ("002", 5, 8),
+        ("002", 10, 3),
         ("003", 26, 0),
         ("004", 18, 0),
     ];
@@ -330,9 +352,27 @@ mod tests {
             }
         ));
         assert!(matches!(m("002-05", false), Mapping::NotReproduced(ref w) if w.contains("fork")));
-        assert!(
-            matches!(m("002-06", false), Mapping::NotReproduced(ref w) if w.contains("runqueue"))
-        );
+        assert!(matches!(
+            m("002-06", false),
+            Mapping::Cell {
+                part: "pipe-runqlat",
+                metric: "mean",
+                ..
+            }
+        ));
+        assert!(matches!(
+            m("002-08", false),
+            Mapping::Cell {
+                part: "pipe-runqlat",
+                metric: "max95",
+                ref op,
+                ..
+            } if op == "30"
+        ));
+        assert!(matches!(
+            m("002-10", false),
+            Mapping::Cell { metric: "max", .. }
+        ));
         // 296 groups x 40 = 11,840 threads fit under the 15,360 limit.
         assert!(matches!(m("003-15", true), Mapping::Cell { ref op, .. } if op == "296"));
         assert!(matches!(m("003-12", true), Mapping::Cell { ref op, .. } if op == "203"));

@@ -64,6 +64,14 @@ pub fn upper_of(idx: usize) -> u64 {
     base.saturating_add((1u64 << shift) - 1)
 }
 
+/// The smallest value of bucket `idx` (its lower edge).
+pub fn lower_of(idx: usize) -> u64 {
+    match idx {
+        0 => 0,
+        i => upper_of(i - 1).saturating_add(1),
+    }
+}
+
 impl LatHistogram {
     /// Add one sample.
     pub fn record(&mut self, v: u64) {
@@ -83,6 +91,31 @@ impl LatHistogram {
         self.min = self.min.min(o.min);
         self.max = self.max.max(o.max);
         self.sum = self.sum.saturating_add(o.sum);
+    }
+
+    /// The samples recorded since `before` (an earlier copy of this
+    /// histogram). The interval's `min` and `max` are the edges of its
+    /// lowest and highest non-empty buckets, clamped to the overall range
+    /// (within 1/64 of the interval's own extremes).
+    pub fn since(&self, before: &LatHistogram) -> LatHistogram {
+        let mut d = LatHistogram::default();
+        for (x, (a, b)) in d
+            .buckets
+            .iter_mut()
+            .zip(self.buckets.iter().zip(&before.buckets))
+        {
+            *x = a.saturating_sub(*b);
+        }
+        d.count = self.count.saturating_sub(before.count);
+        d.sum = self.sum.saturating_sub(before.sum);
+        if let (Some(lo), Some(hi)) = (
+            d.buckets.iter().position(|&n| n > 0),
+            d.buckets.iter().rposition(|&n| n > 0),
+        ) {
+            d.min = lower_of(lo).clamp(self.min, self.max);
+            d.max = upper_of(hi).clamp(self.min, self.max);
+        }
+        d
     }
 
     /// The `per_mille`-th quantile (e.g. 990 = p99, 999 = p99.9) as its
@@ -107,16 +140,18 @@ impl LatHistogram {
         self.sum.checked_div(self.count).unwrap_or(0)
     }
 
-    /// JSON: count, min, mean, p50, p90, p99, p99.9, max (schbench's set).
+    /// JSON: count, min, mean, p50, p90, p95, p99, p99.9, max (schbench's
+    /// set and the p95 of seed 002's runqueue latencies).
     pub fn write_json(&self, w: &mut impl Write) -> fmt::Result {
         write!(
             w,
-            "{{\"count\":{},\"min\":{},\"mean\":{},\"p50\":{},\"p90\":{},\"p99\":{},\"p99_9\":{},\"max\":{}}}",
+            "{{\"count\":{},\"min\":{},\"mean\":{},\"p50\":{},\"p90\":{},\"p95\":{},\"p99\":{},\"p99_9\":{},\"max\":{}}}",
             self.count,
             if self.count == 0 { 0 } else { self.min },
             self.mean(),
             self.quantile(500),
             self.quantile(900),
+            self.quantile(950),
             self.quantile(990),
             self.quantile(999),
             self.max
@@ -163,6 +198,40 @@ mod tests {
         let mut s = String::new();
         h.write_json(&mut s).unwrap();
         assert!(s.starts_with("{\"count\":10000,\"min\":1,"));
+    }
+
+    #[test]
+    fn since_is_the_interval_between_two_copies() {
+        let mut h = LatHistogram::default();
+        h.record(5);
+        h.record(1_000_000);
+        let before = h.clone();
+        for v in [200u64, 300, 70_000] {
+            h.record(v);
+        }
+        let d = h.since(&before);
+        assert_eq!((d.count, d.sum, d.mean()), (3, 70_500, 23_500));
+        // Values >= 64 keep their top 7 bits: 200, 300 and 70,000 sit in
+        // buckets [200, 201], [300, 303] and [69,632, 70,655]. The
+        // interval's range is the outer edges, inside the overall
+        // [5, 1,000,000]; its median is 300's bucket's upper edge.
+        assert_eq!((d.min, d.max), (200, 70_655));
+        assert_eq!(d.quantile(500), 303);
+        // Nothing recorded in between: empty, min/max as a new histogram.
+        let e = h.since(&h);
+        assert_eq!((e.count, e.max, e.quantile(990)), (0, 0, 0));
+        let mut s = String::new();
+        d.write_json(&mut s).unwrap();
+        assert!(s.contains("\"p90\":70655,\"p95\":70655,"), "{s}");
+    }
+
+    #[test]
+    fn lower_edges_follow_upper_edges() {
+        assert_eq!((lower_of(0), lower_of(1), lower_of(64)), (0, 1, 64));
+        for i in 1..2_000 {
+            assert_eq!(lower_of(i), upper_of(i - 1) + 1);
+            assert_eq!(index_of(lower_of(i)), i);
+        }
     }
 
     proptest! {

@@ -392,8 +392,10 @@ pub struct SchedStats {
     pub ni: NiStats,
     /// Migrations by reason and distance.
     pub migrations: MigrationStats,
-    /// Runqueue wait time (ns from enqueue/put-back to pick).
-    pub wait_ns: Log2Histogram,
+    /// Runqueue wait time (ns from enqueue/put-back to pick: the interval
+    /// of Linux's sched_info `run_delay` and of bcc's `runqlat`), log-linear
+    /// so its percentiles are within 1/64.
+    pub wait_ns: LatHistogram,
     /// select_idle_cpu scan lengths (CPUs examined per scan).
     pub scan_len: Log2Histogram,
     /// wake_up_new_task target counts per CPU.
@@ -419,7 +421,7 @@ impl SchedStats {
             block_lag: BlockLag::default(),
             ni: NiStats::default(),
             migrations: MigrationStats::default(),
-            wait_ns: Log2Histogram::default(),
+            wait_ns: LatHistogram::default(),
             scan_len: Log2Histogram::default(),
             fork_targets: vec![0; nr_cpus],
         }
@@ -593,7 +595,10 @@ mod tests {
         let mut d = s.since(&before);
         assert_eq!(d.wake.nr_wakeups, 7);
         assert_eq!((d.wait_ns.count, d.wait_ns.sum), (2, 1003));
+        // 1000 keeps its top 7 bits: bucket [1000, 1007], clamped to the
+        // overall maximum.
         assert_eq!(d.wait_ns.max, 1000, "max within the interval's top bucket");
+        assert_eq!(d.wait_ns.min, 3, "min: the interval's lowest bucket");
         assert_eq!(d.lb_by_domain.len(), 2);
         assert_eq!(d.lb_domain("MC").lb_count, 3);
         assert_eq!(d.lb_domain("PKG").lb_count, 2);
