@@ -6,9 +6,11 @@
 # the CPU's queue: from sched_info_enqueue at a wakeup or a preemption's put-back to
 # sched_info_arrive at the switch-in), field 9 = pcount (switch-ins). The difference over
 # the run, summed over CPUs, gives the mean wait per switch-in: schedlab's `wait_ns`
-# histogram measures the same interval (enqueue or put-back to pick).
+# histogram measures the same interval (enqueue or put-back to pick; a delayed-dequeue
+# task's wait starts at its block there, at its requeue here). rq_cpu_time is added when a
+# task leaves the CPU, so the run-time sum includes a little time from before the window.
 # Prints @@S CPU RUN_NS DELAY_NS SWITCH_INS per CPU and @@T with the sums.
-# docs/benchmarks.md, "Runqueue wait per switch-in".
+# docs/benchmarks.md, "Waits, switch kinds and the clock's scale" (under "Lag at the block").
 grep '^cpu' /proc/schedstat > /tmp/s0
 hackbench -p -T -g 4 -l 500
 grep '^cpu' /proc/schedstat > /tmp/s1

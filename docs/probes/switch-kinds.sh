@@ -5,7 +5,7 @@
 # (prev blocked), prev or next the idle task (pid 0); and the sched_wakeup count.
 # schedlab's `rq` record counts the same: wakeup_preempt + tick_preempt against nr_switches.
 # Prints @@K PREEMPTED BLOCKED TO_IDLE FROM_IDLE TOTAL, @@W WAKEUPS and the ring buffers'
-# overrun counts (all must be 0). docs/benchmarks.md, "How the switches come about".
+# overrun counts (all must be 0). docs/benchmarks.md, "Waits, switch kinds and the clock's scale" (under "Lag at the block").
 T=/sys/kernel/debug/tracing
 echo 0 > $T/tracing_on
 echo 65536 > $T/buffer_size_kb

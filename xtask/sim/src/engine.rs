@@ -38,11 +38,11 @@ use crate::queue::EventQueue;
 use crate::trace::{Kind, Trace};
 use crate::world::{Reply, Shared, Sys, TaskFuture, World};
 
-/// An event.
 /// What a CPU takes of its SMT core's throughput, least first.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum SmtLoad {
     /// Idle (halted): nothing.
+    #[default]
     Idle,
     /// Its task spins in a barrier's `pause` loop.
     Spins,
@@ -50,6 +50,7 @@ pub(crate) enum SmtLoad {
     Runs,
 }
 
+/// An event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum Ev {
     Tick(usize),
@@ -103,6 +104,10 @@ pub(crate) struct Cpu {
     pub seg_start: u64,
     /// Speed in per-mille of full speed.
     pub rate: u64,
+    /// This CPU's load as its SMT siblings' rates last took it
+    /// ([`Engine::rerate_siblings`]); [`Engine::sync_smt`] re-rates when the
+    /// CPU's load has moved away from it.
+    pub smt_rated: SmtLoad,
     /// Eviction clock: bytes of working sets switched in here.
     pub touched: u64,
     pub ipi_pending: bool,
@@ -289,11 +294,14 @@ impl Engine {
                         let t = self.task(p);
                         t.left = 0;
                         if t.spin != 0 {
-                            // The budget ran out: the thread leaves its
-                            // pause loop (and goes to sleep).
                             t.spin = 0;
-                            self.rerate_siblings(cpu);
                         }
+                    }
+                    // The budget ran out: the thread leaves its pause loop
+                    // (and goes to sleep). An `account` at this very ns may
+                    // have cleared `spin` already, so the rated load says.
+                    if self.cpus[cpu].smt_rated == SmtLoad::Spins {
+                        self.sync_smt(cpu);
                     }
                     self.run_after(cpu);
                 } else {
@@ -320,6 +328,7 @@ impl Engine {
                     // for happens at interrupt exit.
                     if let Some(q) = self.cpus[cpu].curr {
                         self.account(cpu);
+                        self.sync_after_account(cpu);
                         let c = self.cost(self.prof.kernel.timer_ns);
                         self.task(q).left += c;
                         self.start_segment(cpu);
@@ -351,6 +360,7 @@ impl Engine {
             return;
         }
         self.account(cpu);
+        self.sync_after_account(cpu);
         let r = self.sched.tick(cpu, self.now);
         self.after_interrupt(cpu, &r);
         if !self.cpus[cpu].tick_stopped {
@@ -409,6 +419,7 @@ impl Engine {
     #[inline(never)]
     fn nohz_kick(&mut self, cpu: usize) {
         self.account(cpu);
+        self.sync_after_account(cpu);
         let r = self.sched.nohz_kick(cpu, self.now);
         self.after_interrupt(cpu, &r);
     }
@@ -434,6 +445,15 @@ impl Engine {
         }
         if self.cpus[cpu].curr.is_none() {
             self.idle_loop(cpu);
+        }
+    }
+
+    /// An `account` that ended a spin (its budget used up at this very ns)
+    /// takes the CPU out of its pause loop for its siblings too.
+    #[inline]
+    fn sync_after_account(&mut self, cpu: usize) {
+        if self.cpus[cpu].smt_rated == SmtLoad::Spins {
+            self.sync_smt(cpu);
         }
     }
 
@@ -567,7 +587,6 @@ impl Engine {
         self.account(cpu);
         self.cpus[cpu].local_resched = false;
         let prev = self.cpus[cpu].curr;
-        let load_before = self.smt_load(cpu);
         let sw = if block {
             self.sched.block_and_schedule(cpu, self.now).1
         } else {
@@ -626,9 +645,7 @@ impl Engine {
         }
         self.cpus[cpu].curr = next;
         self.cpus[cpu].curr_tid = self.tid(next);
-        if self.smt_load(cpu) != load_before {
-            self.rerate_siblings(cpu);
-        }
+        self.sync_smt(cpu);
         self.start_segment(cpu);
         if next.is_none() {
             // `do_idle` starts again after every `schedule_idle`, tick
@@ -655,6 +672,14 @@ impl Engine {
         }
     }
 
+    /// Re-rates `cpu`'s core if the CPU's load is no longer the one its
+    /// siblings' rates were computed from.
+    pub(crate) fn sync_smt(&mut self, cpu: usize) {
+        if self.smt_load(cpu) != self.cpus[cpu].smt_rated {
+            self.rerate_siblings(cpu);
+        }
+    }
+
     /// SMT: a CPU started or stopped running or spinning; the speeds of
     /// its core's threads change. A thread runs at `smt_shared_speed` while
     /// a sibling runs, at `smt_spin_speed` while siblings only spin, else
@@ -674,7 +699,9 @@ impl Engine {
                 .map(|o| self.smt_load(o))
                 .max()
                 .unwrap_or(SmtLoad::Idle);
-            let speed = match (self.smt_load(s), others) {
+            let own = self.smt_load(s);
+            self.cpus[s].smt_rated = own;
+            let speed = match (own, others) {
                 (SmtLoad::Spins, _) | (_, SmtLoad::Idle) => 1.0,
                 (_, SmtLoad::Spins) => self.prof.cpu.smt_spin_speed,
                 (_, SmtLoad::Runs) => self.prof.cpu.smt_shared_speed,

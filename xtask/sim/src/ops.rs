@@ -116,7 +116,7 @@ impl Engine {
         t.after = After::Reply(Reply::Leader(false));
         if let Some(c) = on_cpu {
             // Out of its pause loop, it takes its share of the core again.
-            self.rerate_siblings(c);
+            self.sync_smt(c);
             self.start_segment(c);
         }
     }
@@ -169,7 +169,7 @@ impl Engine {
                 t.spin = ns;
                 t.left = ns;
                 // Into its pause loop: its siblings get the core back.
-                self.rerate_siblings(cpu);
+                self.sync_smt(cpu);
                 Next::Work(ns, After::Do(Sys::BarrierSleep { b, generation }))
             }
             Arrival::Sleep => self.block(p, 0.0, After::Reply(Reply::Leader(false)), "barrier"),

@@ -49,8 +49,14 @@ pub struct Cpu {
     /// Per-thread speed while an SMT sibling runs (0 < s <= 1).
     pub smt_shared_speed: f64,
     /// Per-thread speed while the SMT siblings only spin in a barrier's
-    /// `pause` loop (0 < s <= 1).
+    /// `pause` loop (0 < s <= 1); 1 when a profile written before it was
+    /// added leaves it out.
+    #[serde(default = "full_speed")]
     pub smt_spin_speed: f64,
+}
+
+fn full_speed() -> f64 {
+    1.0
 }
 
 /// Kernel path costs (ns).

@@ -58,12 +58,13 @@ fn hackbench_migrations(r: &RunResult) -> Result<Values> {
     ])
 }
 
-/// The runqueue latency of a hackbench run's timed interval (every
-/// task's waits from enqueue or a preemption's put-back to its switch-in,
-/// the interval of bcc's `runqlat` and of Linux's sched_info `run_delay`),
-/// in ns: the mean and the maximum exactly, the percentiles within 1/64
-/// (the record's log-linear histogram), named as Fleming named them in
-/// seed 002 ("max9* are percentiles").
+/// The runqueue latency of a hackbench run's timed interval (the waits
+/// that end in it, every task's, from enqueue or a preemption's put-back
+/// to its switch-in: bcc's `runqlat` interval, except that a
+/// delayed-dequeue task's wait starts at its block), in ns: the mean
+/// exactly, the percentiles and the maximum within 1/64 (the record's
+/// log-linear histogram), named as Fleming named them in seed 002 ("max9*
+/// are percentiles").
 fn hackbench_runqlat(r: &RunResult) -> Result<Values> {
     let h = record(r, "hackbench")?;
     let w = &h["sched"]["wait_ns"];

@@ -175,7 +175,7 @@ fn map_002(row: &Row) -> Mapping {
             op: "30".into(),
             metric,
             caveat: Some(
-                "runqueue latency: every task's waits from enqueue or preemption to switch-in (runqlat's interval), ns, percentiles within 1/64; Fleming's method and unit not stated",
+                "runqueue latency: the waits that end in the timed interval (after the forks), from enqueue or preemption to switch-in, ns, percentiles and max within 1/64; Fleming's method and unit not stated",
             ),
         };
     }

@@ -392,9 +392,11 @@ pub struct SchedStats {
     pub ni: NiStats,
     /// Migrations by reason and distance.
     pub migrations: MigrationStats,
-    /// Runqueue wait time (ns from enqueue/put-back to pick: the interval
-    /// of Linux's sched_info `run_delay` and of bcc's `runqlat`), log-linear
-    /// so its percentiles are within 1/64.
+    /// Runqueue wait time (ns from enqueue/put-back to pick: the fair
+    /// class's schedstat wait, `wait_start` to `wait_sum`; sched_info's
+    /// `run_delay` and bcc's `runqlat` take the same interval except for a
+    /// delayed-dequeue task, whose wait here starts at its block and there at
+    /// its requeue), log-linear so its percentiles are within 1/64.
     pub wait_ns: LatHistogram,
     /// select_idle_cpu scan lengths (CPUs examined per scan).
     pub scan_len: Log2Histogram,
