@@ -4,7 +4,9 @@
 //! monotonic, ...), the engine's view of each CPU's current task against
 //! the core's, and work conservation (how long a CPU stayed idle while
 //! another had tasks waiting: reported, since Linux is not strictly
-//! work-conserving). A violation becomes a `sim_violation` record and fails
+//! work-conserving), and each CPU's speed against the SMT rule (its own and
+//! its siblings' loads: running, spinning in a `pause` loop, idle). A
+//! violation becomes a `sim_violation` record and fails
 //! the run; it never panics the simulator.
 
 use sched::sim::InvariantChecker;
@@ -60,6 +62,16 @@ impl Checks {
                     format!(
                         "cpu{cpu}: the core runs {:?}, the simulated CPU {:?}",
                         rq.curr, c.curr
+                    ),
+                );
+            }
+            let want = e.smt_rate(cpu);
+            if c.rate != want {
+                self.violation(
+                    now,
+                    format!(
+                        "cpu{cpu}: runs at {} per mille, the SMT rule gives {want}",
+                        c.rate
                     ),
                 );
             }

@@ -680,6 +680,23 @@ impl Engine {
         }
     }
 
+    /// The speed (per mille) the SMT rule gives `cpu` from its own load and
+    /// its siblings' now (see [`Self::rerate_siblings`]).
+    pub(crate) fn smt_rate(&self, cpu: usize) -> u64 {
+        let others = self.sched.shared.topo.smt[cpu]
+            .iter()
+            .filter(|&o| o != cpu)
+            .map(|o| self.smt_load(o))
+            .max()
+            .unwrap_or(SmtLoad::Idle);
+        let speed = match (self.smt_load(cpu), others) {
+            (SmtLoad::Spins, _) | (_, SmtLoad::Idle) => 1.0,
+            (_, SmtLoad::Spins) => self.prof.cpu.smt_spin_speed,
+            (_, SmtLoad::Runs) => self.prof.cpu.smt_shared_speed,
+        };
+        (speed * 1000.0).round().max(1.0) as u64
+    }
+
     /// SMT: a CPU started or stopped running or spinning; the speeds of
     /// its core's threads change. A thread runs at `smt_shared_speed` while
     /// a sibling runs, at `smt_spin_speed` while siblings only spin, else
@@ -693,20 +710,8 @@ impl Engine {
         let sched = Arc::clone(&self.sched);
         let sibs = &sched.shared.topo.smt[cpu];
         for s in sibs.iter() {
-            let others = sibs
-                .iter()
-                .filter(|&o| o != s)
-                .map(|o| self.smt_load(o))
-                .max()
-                .unwrap_or(SmtLoad::Idle);
-            let own = self.smt_load(s);
-            self.cpus[s].smt_rated = own;
-            let speed = match (own, others) {
-                (SmtLoad::Spins, _) | (_, SmtLoad::Idle) => 1.0,
-                (_, SmtLoad::Spins) => self.prof.cpu.smt_spin_speed,
-                (_, SmtLoad::Runs) => self.prof.cpu.smt_shared_speed,
-            };
-            let rate = (speed * 1000.0).round().max(1.0) as u64;
+            self.cpus[s].smt_rated = self.smt_load(s);
+            let rate = self.smt_rate(s);
             if rate != self.cpus[s].rate {
                 self.account(s);
                 self.cpus[s].rate = rate;
