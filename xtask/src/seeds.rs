@@ -63,6 +63,30 @@ macro_rules! hackbench_001 {
     };
 }
 
+/// Seed 002: Fleming's `hackbench -pipe 30 process`, Guittot's patch as
+/// the variant; the three parts differ only in the metric they compare.
+macro_rules! pipe_002 {
+    ($($metric:literal),*) => {
+        &[
+            "--experiment",
+            "hackbench",
+            "--features",
+            "RUNNABLE_LOAD,NO_IDLEST_BLOCKED",
+            "--variant-features",
+            "RUNNABLE_LOAD,IDLEST_BLOCKED",
+            "--arg",
+            "mode=process",
+            "--arg",
+            "transport=pipe",
+            "--arg",
+            "fds=20",
+            "--sweep",
+            "groups=30",
+            $($metric),*
+        ]
+    };
+}
+
 /// Seed 004: one netperf pair, unbound (baseline) vs pinned (variant),
 /// every test Galbraith ran.
 macro_rules! netperf_004 {
@@ -212,68 +236,19 @@ pub const RECIPES: &[Recipe] = &[
             },
             Part {
                 name: "pipe",
-                args: &[
-                    "--experiment",
-                    "hackbench",
-                    "--features",
-                    "RUNNABLE_LOAD,NO_IDLEST_BLOCKED",
-                    "--variant-features",
-                    "RUNNABLE_LOAD,IDLEST_BLOCKED",
-                    "--arg",
-                    "mode=process",
-                    "--arg",
-                    "transport=pipe",
-                    "--arg",
-                    "fds=20",
-                    "--sweep",
-                    "groups=30",
-                ],
+                args: pipe_002!(),
                 quick: &["--arg", "loops=50"],
                 full: &["--arg", "loops=1000"],
             },
             Part {
                 name: "pipe-migrations",
-                args: &[
-                    "--experiment",
-                    "hackbench",
-                    "--features",
-                    "RUNNABLE_LOAD,NO_IDLEST_BLOCKED",
-                    "--variant-features",
-                    "RUNNABLE_LOAD,IDLEST_BLOCKED",
-                    "--arg",
-                    "mode=process",
-                    "--arg",
-                    "transport=pipe",
-                    "--arg",
-                    "fds=20",
-                    "--sweep",
-                    "groups=30",
-                    "--metric",
-                    "migrations",
-                ],
+                args: pipe_002!("--metric", "migrations"),
                 quick: &["--arg", "loops=50"],
                 full: &["--arg", "loops=1000"],
             },
             Part {
                 name: "pipe-runqlat",
-                args: &[
-                    "--experiment",
-                    "hackbench",
-                    "--features",
-                    "RUNNABLE_LOAD,NO_IDLEST_BLOCKED",
-                    "--variant-features",
-                    "RUNNABLE_LOAD,IDLEST_BLOCKED",
-                    "--arg",
-                    "mode=process",
-                    "--arg",
-                    "transport=pipe",
-                    "--arg",
-                    "fds=20",
-                    "--sweep",
-                    "groups=30",
-                    "--metric",
-                    "runqlat",
-                ],
+                args: pipe_002!("--metric", "runqlat"),
                 quick: &["--arg", "loops=50"],
                 full: &["--arg", "loops=1000"],
             },

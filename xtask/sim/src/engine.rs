@@ -300,9 +300,7 @@ impl Engine {
                     // The budget ran out: the thread leaves its pause loop
                     // (and goes to sleep). An `account` at this very ns may
                     // have cleared `spin` already, so the rated load says.
-                    if self.cpus[cpu].smt_rated == SmtLoad::Spins {
-                        self.sync_smt(cpu);
-                    }
+                    self.sync_after_account(cpu);
                     self.run_after(cpu);
                 } else {
                     self.stale_events += 1;
@@ -448,8 +446,9 @@ impl Engine {
         }
     }
 
-    /// An `account` that ended a spin (its budget used up at this very ns)
-    /// takes the CPU out of its pause loop for its siblings too.
+    /// A spin that ended (its budget used up at this very ns, by an
+    /// `account` or at its segment's end) takes the CPU out of its pause
+    /// loop for its siblings too.
     #[inline]
     fn sync_after_account(&mut self, cpu: usize) {
         if self.cpus[cpu].smt_rated == SmtLoad::Spins {

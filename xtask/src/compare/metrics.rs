@@ -261,14 +261,7 @@ mod tests {
         balance["other_node"] = 4.into();
         let rec = serde_json::json!({"type": "hackbench", "sched": {"migrations": {
             "total": 10, "wakeup": wakeup, "balance": balance, "newidle": z}}});
-        let r = RunResult {
-            outcome: Outcome::Success,
-            records: vec![rec],
-            log: vec![],
-            bad_records: vec![],
-            stderr: String::new(),
-            wall: std::time::Duration::ZERO,
-        };
+        let r = result_of(rec);
         let m = for_experiment_metric("hackbench", Some("migrations")).unwrap();
         assert_eq!(m.better, Better::Lower);
         let v = (m.extract)(&r).unwrap();
@@ -289,14 +282,7 @@ mod tests {
         let rec = serde_json::json!({"type": "hackbench", "sched": {"wait_ns": {
             "count": 4, "min": 1, "mean": 616, "p50": 40, "p90": 900, "p95": 1_800,
             "p99": 5_900, "p99_9": 6_000, "max": 7_000}}});
-        let r = RunResult {
-            outcome: Outcome::Success,
-            records: vec![rec],
-            log: vec![],
-            bad_records: vec![],
-            stderr: String::new(),
-            wall: std::time::Duration::ZERO,
-        };
+        let r = result_of(rec);
         let m = for_experiment_metric("hackbench", Some("runqlat")).unwrap();
         assert_eq!(m.better, Better::Lower);
         let names: Vec<(String, f64)> = (m.extract)(&r).unwrap();
@@ -311,8 +297,7 @@ mod tests {
             ]
         );
         // A record without the histogram is an error, not a zero.
-        let mut bare = r;
-        bare.records = vec![serde_json::json!({"type": "hackbench", "sched": {}})];
+        let bare = result_of(serde_json::json!({"type": "hackbench", "sched": {}}));
         assert!((m.extract)(&bare).is_err());
     }
 
