@@ -248,6 +248,18 @@ impl<P: SchedPolicy> Scheduler<P> {
         {
             core.push_migration(cpu, &mut migrations, m);
         }
+        // Either push may have moved prev away (Linux's stopper runs after
+        // prev switched out): then a pick of its id below is a new pick,
+        // of the same task pulled back or of a new task reusing the id of
+        // one that exited over there while newidle had this lock dropped
+        // (the concurrent test underflowed `pcount` on that). While prev
+        // stays queued here, `switching_out` keeps the balancers off it.
+        if let Some(p) = prev {
+            prev_requeued &= core
+                .tasks
+                .get(p)
+                .is_some_and(|t| t.cpu == cpu && t.se.on_rq);
+        }
         let mut next = self.policy.pick_next(core, cpu, now);
         if next.is_none() {
             let moved = self.policy.newidle_balance(core, cpu, now);
