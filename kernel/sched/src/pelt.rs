@@ -178,6 +178,18 @@ fn sub_pos(a: &mut u64, b: u64) {
     *a = a.saturating_sub(b);
 }
 
+/// Linux's `max_t(u32, sum, avg * PELT_MIN_DIVIDER)`, the lower bound the
+/// removal paths (`update_cfs_rq_load_avg`, `dequeue_load_avg`,
+/// `detach_entity_load_avg`) put on a queue's sums after subtracting: both
+/// operands are cast to u32 first, so a `load_sum` or `runnable_sum` of
+/// 2^32 or more (a queue whose `load_avg` or `runnable_avg` exceeds about
+/// 91,900, i.e. some 90 runnable nice-0 tasks) comes out modulo 2^32, and
+/// the next update's average falls with it. Kept as Linux has it.
+#[inline]
+fn max_u32(sum: u64, floor: u64) -> u64 {
+    u64::from((sum as u32).max(floor as u32))
+}
+
 /// `update_cfs_rq_load_avg()` for a CPU runqueue: apply pending removals, then
 /// accumulate with `load = Σweights`, `runnable = nr_runnable`,
 /// `running = curr != NULL`. Returns whether the averages decayed.
@@ -195,13 +207,13 @@ pub fn update_cfs_rq_load_avg(
         let divider = pelt_divider(sa);
         sub_pos(&mut sa.load_avg, r.load_avg);
         sub_pos(&mut sa.load_sum, r.load_avg * divider);
-        sa.load_sum = sa.load_sum.max(sa.load_avg * PELT_MIN_DIVIDER);
+        sa.load_sum = max_u32(sa.load_sum, sa.load_avg * PELT_MIN_DIVIDER);
         sub_pos(&mut sa.util_avg, r.util_avg);
         sub_pos(&mut sa.util_sum, r.util_avg * divider);
-        sa.util_sum = sa.util_sum.max(sa.util_avg * PELT_MIN_DIVIDER);
+        sa.util_sum = max_u32(sa.util_sum, sa.util_avg * PELT_MIN_DIVIDER);
         sub_pos(&mut sa.runnable_avg, r.runnable_avg);
         sub_pos(&mut sa.runnable_sum, r.runnable_avg * divider);
-        sa.runnable_sum = sa.runnable_sum.max(sa.runnable_avg * PELT_MIN_DIVIDER);
+        sa.runnable_sum = max_u32(sa.runnable_sum, sa.runnable_avg * PELT_MIN_DIVIDER);
         decayed = true;
     }
     if sa.update_sum_rl(now, load_weight, nr_runnable, running, load_weight) {
@@ -269,13 +281,13 @@ pub fn attach_entity_load_avg(rq: &mut SchedAvg, se: &mut SchedAvg, weight: u64,
 pub fn detach_entity_load_avg(rq: &mut SchedAvg, se: &SchedAvg, weight: u64) {
     sub_pos(&mut rq.load_avg, se.load_avg);
     sub_pos(&mut rq.load_sum, weight * se.load_sum);
-    rq.load_sum = rq.load_sum.max(rq.load_avg * PELT_MIN_DIVIDER);
+    rq.load_sum = max_u32(rq.load_sum, rq.load_avg * PELT_MIN_DIVIDER);
     sub_pos(&mut rq.util_avg, se.util_avg);
     sub_pos(&mut rq.util_sum, se.util_sum);
-    rq.util_sum = rq.util_sum.max(rq.util_avg * PELT_MIN_DIVIDER);
+    rq.util_sum = max_u32(rq.util_sum, rq.util_avg * PELT_MIN_DIVIDER);
     sub_pos(&mut rq.runnable_avg, se.runnable_avg);
     sub_pos(&mut rq.runnable_sum, se.runnable_sum);
-    rq.runnable_sum = rq.runnable_sum.max(rq.runnable_avg * PELT_MIN_DIVIDER);
+    rq.runnable_sum = max_u32(rq.runnable_sum, rq.runnable_avg * PELT_MIN_DIVIDER);
 }
 
 /// Enqueue/dequeue bookkeeping of the pre-5.7 runnable load

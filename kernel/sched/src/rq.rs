@@ -342,6 +342,12 @@ pub struct RqSnap {
     /// `publish`: wakers set it without the runqueue lock, the CPU clears
     /// it once it has activated the list (under its lock and the list's).
     pub(crate) ttwu_pending: AtomicBool,
+    /// ROOT_H_LOAD: the root `cfs_rq->h_load` (its `load_avg` when first
+    /// read in the jiffy `last_h_load_update` - 1) and that jiffy + 1 (0:
+    /// never). Not part of `publish`: `task_h_load` callers refresh them
+    /// without the runqueue lock, as Linux's `update_cfs_rq_h_load` does.
+    pub(crate) h_load: AtomicU64,
+    pub(crate) last_h_load_update: AtomicU64,
 }
 
 impl RqSnap {

@@ -78,6 +78,10 @@ pub struct SchedEntity {
     /// (enqueued, picked, or skipped by `detach_tasks`). The balancer
     /// visits from the tail, the smallest value first.
     pub cfs_tasks_pos: u64,
+    /// Its entry's insertion number in its runqueue's timeline while it is
+    /// in the tree ([`Timeline::insert`](crate::fair::timeline::Timeline::insert)):
+    /// what orders it after entities with the same key queued before it.
+    pub tree_seq: u64,
 }
 
 /// Per-task counters (`struct sched_statistics` + `sched_info`).

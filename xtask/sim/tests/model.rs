@@ -524,9 +524,13 @@ fn every_delayed_dequeue_ends_once_at_a_pick_or_a_wakeup() {
     });
     let d = &record(&delayed, "hackbench")["sched"]["delay"];
     assert!(u(d, "delayed") > 0, "{d}");
-    assert_eq!(
-        u(d, "delayed"),
-        u(d, "picked") + u(d, "requeued"),
+    // The record covers the measured interval: a delay that began during
+    // the set-up (the start gate) ends inside it, so the ends exceed the
+    // starts by the tasks delayed when the interval began, at most one per
+    // task (2 groups of 40); none is delayed at the end (all exited).
+    let ends = u(d, "picked") + u(d, "requeued");
+    assert!(
+        (u(d, "delayed")..=u(d, "delayed") + 80).contains(&ends),
         "each delay ends once: {d}"
     );
     assert!(u(d, "requeued_replaced") <= u(d, "requeued"), "{d}");

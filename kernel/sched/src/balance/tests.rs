@@ -986,25 +986,51 @@ fn the_balancer_takes_the_least_recently_enqueued_or_picked_task_first() {
 /// Only a *different* task moves to the head of `cfs_tasks` at a pick
 /// (`pick_next_task_fair` calls `__set_next_task_fair` for `prev != p`;
 /// `put_prev_set_next_task` returns at once for `next == prev`). On CPU 0,
-/// A is picked at 1 ms and forks B and C at once (list C, B, A);
-/// `schedule()` picks A again (CFS: the children start from A's vruntime
-/// plus a slice; EEVDF: all three are eligible and A's slice is protected),
-/// which keeps its place; at 20 ms the tick preempts A and B or C is picked
-/// (list X, Y, A). At 30 ms newly idle
-/// CPU 1 pulls the tail, A (cold). Had the re-pick moved A to the head
-/// (A, C, B, then X, A, Y), the pull would take the waiting one of B and C.
+/// A is picked at 1 ms, runs 0.1 ms and forks B and C (list C, B, A);
+/// `schedule()` picks A again (CFS: `task_fork_fair`'s `update_curr` moved
+/// min_vruntime up to A's vruntime, so START_DEBIT puts the children a
+/// slice after A; EEVDF: all three are eligible and A's slice is
+/// protected), which keeps its place; at 20 ms the tick preempts A and B
+/// or C is picked (list X, Y, A). At 30 ms newly idle CPU 1 pulls the tail,
+/// A (cold). Had the re-pick moved A to the head (A, C, B, then X, A, Y),
+/// the pull would take the waiting one of B and C. (Forked at 1 ms, with A
+/// not yet charged, CFS children tie with A at min_vruntime + vslice, and
+/// the put-back A goes right of them: Linux's rbtree puts equal keys after
+/// those already there, so a child would be picked.)
 #[test]
 fn picking_the_running_task_again_keeps_its_cfs_tasks_place() {
     for pick in [PickPolicy::Cfs, PickPolicy::Eevdf] {
         let mut s = sched(&spec(1, 4, 1, 1), pick, "");
         let a = queue_on(&mut s, 0, 1, 1_000_000)[0];
-        for t in [1_000_000, 1_000_000] {
+        for t in [1_100_000, 1_100_000] {
             s.wake_up_new_task_on(Some(a), 0, 0, TaskPolicy::Normal, t);
         }
-        s.schedule(0, 1_000_000);
+        s.schedule(0, 1_100_000);
         assert_eq!(s.current(0), Some(a), "{pick:?}: A picked again");
         tick_preempts_then_cpu1_pulls(&mut s, a, pick);
     }
+}
+
+/// A running CFS task that forks before it was charged any runtime ties
+/// with its children (`task_fork_fair`: `update_curr` charges nothing, so
+/// min_vruntime stays, and `place_entity(initial)` gives the children
+/// max(parent's vruntime, min_vruntime + vslice) = the parent's, when the
+/// parent itself was placed at min_vruntime + the same vslice). The put-back
+/// parent goes right of the equal children (`rb_add_cached`), so the first
+/// child runs: insertion order, not task ids, breaks the tie.
+#[test]
+fn cfs_children_tied_with_their_parent_run_first_in_fork_order() {
+    let mut s = sched(&spec(1, 4, 1, 1), PickPolicy::Cfs, "");
+    let a = queue_on(&mut s, 0, 1, 1_000_000)[0];
+    let b = s
+        .wake_up_new_task_on(Some(a), 0, 0, TaskPolicy::Normal, 1_000_000)
+        .task;
+    let c = s
+        .wake_up_new_task_on(Some(a), 0, 0, TaskPolicy::Normal, 1_000_000)
+        .task;
+    let v = s.task(a).se.vruntime;
+    assert_eq!((s.task(b).se.vruntime, s.task(c).se.vruntime), (v, v));
+    assert_eq!(s.schedule(0, 1_000_000).next, Some(b));
 }
 
 /// `detach_tasks` moves a task it looked at and left to the head of the

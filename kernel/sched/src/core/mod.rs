@@ -151,6 +151,10 @@ pub struct Shared {
     /// balancing is skipped while it is clear. Written only when it
     /// changes, so CPUs do not bounce its cache line.
     rd_overloaded: Padded<AtomicBool>,
+    /// `jiffies` + 1 as the runqueue clocks have seen it (0: none yet),
+    /// kept with ROOT_H_LOAD only, for `update_cfs_rq_h_load`'s
+    /// once-per-jiffy refresh.
+    jiffies: Padded<AtomicU64>,
     /// Per-LLC shared state, indexed by `sd_llc_id`.
     pub llc: Vec<LlcShared>,
     /// NOHZ idle-balancing state (NOHZ_IDLE).
@@ -209,6 +213,7 @@ impl Shared {
             removed_pending: (0..n).map(|_| Padded(AtomicBool::new(false))).collect(),
             snap,
             rd_overloaded: Padded(AtomicBool::new(false)),
+            jiffies: Padded(AtomicU64::new(0)),
             llc: (0..n).map(|c| LlcShared::new(topo.llc_size[c])).collect(),
             nohz: crate::balance::nohz::Nohz::new(n),
             task_loc: (0..cfg.max_tasks)
@@ -467,6 +472,22 @@ impl Shared {
     pub(crate) fn publish(&self, cpu: CpuId, rq: &Rq) {
         if self.snap[cpu].publish(rq) > 0 {
             self.set_rd_overloaded(true);
+        }
+    }
+
+    /// `jiffies` + 1 as last seen by a runqueue clock update (ROOT_H_LOAD).
+    #[inline]
+    pub fn jiffies(&self) -> u64 {
+        self.jiffies.load(Relaxed)
+    }
+
+    /// Advance [`Self::jiffies`] to the jiffy of `now` (never backwards: the
+    /// CPUs' clocks are read unordered).
+    #[inline]
+    pub(crate) fn note_jiffy(&self, now: u64) {
+        let j = now / self.cfg.tunables.tick_ns + 1;
+        if self.jiffies.load(Relaxed) < j {
+            self.jiffies.fetch_max(j, Relaxed);
         }
     }
 

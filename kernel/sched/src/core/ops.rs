@@ -59,6 +59,9 @@ impl SchedCore<'_> {
     /// Advance a CPU's clock (`update_rq_clock`); never goes backwards.
     #[inline]
     pub fn update_rq_clock(&mut self, cpu: CpuId, now: u64) -> u64 {
+        if self.cfg.features.has(crate::features::Feat::RootHLoad) {
+            self.shared.note_jiffy(now);
+        }
         let rq = &mut self.rqs[cpu];
         rq.clock = rq.clock.max(now);
         rq.clock
@@ -157,6 +160,25 @@ impl SchedCore<'_> {
         // Asleep: no wait is recorded (Linux's schedstat ends one here,
         // counting the delayed sleep as runqueue wait).
         self.tasks[p].wait_start = 0;
+    }
+
+    /// `sync_entity_load_avg(&p->se)`: decay `p`'s averages as blocked (no
+    /// load, not runnable, not running) up to its queue's last update
+    /// (`cfs_rq_last_update_time`), as `sched_balance_find_dst_cpu` does
+    /// before an exec or a balancing wakeup's placement. For a running
+    /// task this counts the time since its own last update as idle, as in
+    /// Linux; a queue not updated since does nothing (time does not run
+    /// backwards in `___update_load_sum`).
+    pub fn sync_entity_load_avg(&mut self, p: TaskId) {
+        let cpu = self.tasks[p].cpu;
+        let lut = self.read(
+            cpu,
+            |r| r.cfs.avg.last_update_time,
+            |s| s.last_update_time.load(Relaxed),
+        );
+        let se = &mut self.tasks[p].se;
+        let w = se.load.weight;
+        pelt::update_task_load_avg(&mut se.avg, lut, w, false, false, false);
     }
 
     /// `ttwu_runnable()` of a delayed task of `cpu` (held, clock updated):

@@ -161,9 +161,28 @@ impl SchedCore<'_> {
         self.read(cpu, |r| r.cfs.avg.util_avg, |s| s.util_avg.load(Relaxed))
     }
 
-    /// `task_h_load()` (no cgroups: the task's load_avg).
+    /// `task_h_load()`. Without ROOT_H_LOAD the `!CONFIG_FAIR_GROUP_SCHED`
+    /// form: the task's `load_avg`. With it, the group-scheduling form for
+    /// a task in the root group: `update_cfs_rq_h_load` refreshes the
+    /// queue's `h_load` to its `load_avg` at most once per jiffy, and the
+    /// result is `p.load_avg * h_load / (load_avg + 1)`, so even a fresh
+    /// `h_load` rounds the task's load down by up to one, and within a
+    /// jiffy the queue's load changes scale it.
     pub fn task_h_load(&self, p: TaskId) -> u64 {
-        self.tasks[p].se.avg.load_avg
+        let t = &self.tasks[p];
+        let p_load = t.se.avg.load_avg;
+        if !self.cfg.features.has(Feat::RootHLoad) {
+            return p_load;
+        }
+        let cpu = t.cpu;
+        let load = self.cpu_load_avg(cpu);
+        let s = &self.shared.snap[cpu];
+        let j = self.shared.jiffies();
+        if s.last_h_load_update.load(Relaxed) != j {
+            s.h_load.store(load, Relaxed);
+            s.last_h_load_update.store(j, Relaxed);
+        }
+        p_load * s.h_load.load(Relaxed) / (load + 1)
     }
 
     fn counts_on(&self, cpu: CpuId, p: TaskId) -> bool {

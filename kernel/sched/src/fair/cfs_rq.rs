@@ -89,17 +89,18 @@ impl CfsRq {
 
     /// `__enqueue_entity` + `avg_vruntime_add`, sorted by the pick's
     /// [`PickDiscipline::tree_key`].
-    pub fn tree_insert(&mut self, pick: impl PickDiscipline, tasks: &impl Tasks, id: TaskId) {
-        self.tree_insert_se(pick, &tasks[id].se, id);
+    pub fn tree_insert(&mut self, pick: impl PickDiscipline, tasks: &mut impl Tasks, id: TaskId) {
+        self.tree_insert_se(pick, &mut tasks[id].se, id);
     }
 
-    /// [`Self::tree_insert`] of `id`, whose entity the caller has at hand.
+    /// [`Self::tree_insert`] of `id`, whose entity the caller has at hand
+    /// (it records its timeline entry in [`SchedEntity::tree_seq`]).
     #[inline]
-    pub fn tree_insert_se(&mut self, pick: impl PickDiscipline, se: &SchedEntity, id: TaskId) {
+    pub fn tree_insert_se(&mut self, pick: impl PickDiscipline, se: &mut SchedEntity, id: TaskId) {
         let w = se.load.weight;
         self.avg_vruntime += i128::from(self.entity_key(se.vruntime)) * i128::from(w);
         self.avg_load += w;
-        self.timeline.insert(pick.tree_key(se), id, se.vruntime);
+        se.tree_seq = self.timeline.insert(pick.tree_key(se), id, se.vruntime);
     }
 
     /// `__dequeue_entity` + `avg_vruntime_sub` of `id`, whose entity the
@@ -107,7 +108,7 @@ impl CfsRq {
     #[inline]
     pub fn tree_remove_se(&mut self, pick: impl PickDiscipline, se: &SchedEntity, id: TaskId) {
         let w = se.load.weight;
-        let found = self.timeline.remove(pick.tree_key(se), id);
+        let found = self.timeline.remove(pick.tree_key(se), se.tree_seq);
         debug_assert!(found, "entity {id:?} not in tree");
         self.avg_vruntime -= i128::from(self.entity_key(se.vruntime)) * i128::from(w);
         self.avg_load -= w;

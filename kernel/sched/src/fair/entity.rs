@@ -198,7 +198,7 @@ pub fn enqueue_entity(
     cfs.cfs_tasks_move_to_head(&mut t.se);
     t.se.on_rq = true;
     if cfs.curr != Some(id) {
-        cfs.tree_insert_se(cfg.pick, &t.se, id);
+        cfs.tree_insert_se(cfg.pick, &mut t.se, id);
     }
 }
 
@@ -357,7 +357,7 @@ pub fn requeue_delayed_entity(
             cfg.pick
                 .place_entity(cfs, tasks, cfg, id, EnqueueFlags::default());
             if in_tree {
-                cfs.tree_insert_se(cfg.pick, &tasks[id].se, id);
+                cfs.tree_insert_se(cfg.pick, &mut tasks[id].se, id);
             }
             cfs.nr_running += 1;
             replaced = true;

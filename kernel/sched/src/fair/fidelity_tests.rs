@@ -26,7 +26,7 @@ fn queue_at(offsets: &[u64]) -> (CfsRq, TaskTable, Vec<TaskId>) {
         a[id].se.vruntime = q.min_vruntime + off;
         a[id].se.on_rq = true;
         q.account_enqueue(&a, id);
-        q.tree_insert(c.pick, &a, id);
+        q.tree_insert(c.pick, &mut a, id);
     }
     (q, a, ids)
 }
@@ -418,4 +418,56 @@ fn fork_charges_the_parent_only_under_cfs() {
         };
         assert_eq!((se.exec_start, se.sum_exec_runtime), want, "{pick:?}");
     }
+}
+
+#[test]
+fn eevdf_yield_forfeits_the_rest_of_an_eligible_request() {
+    // Linux 6.12.y (since 6.12.63, "sched/fair: Forfeit vruntime on yield")
+    // yield_task_fair(): after update_curr(), an eligible curr sets
+    // vruntime = deadline and update_deadline() gives it the next request
+    // (deadline = vruntime + calc_delta_fair(base_slice): + base_slice at
+    // nice 0), so V moves past it and the other task is picked. Before, the
+    // deadline alone moved and an eligible yielder that was the only
+    // eligible entity was picked again.
+    let s = sched(&spec(1, 1, 1, 1), PickPolicy::Eevdf, "");
+    let slice = s.core().cfg.tunables.base_slice_ns;
+    let a = s.wake_up_new_task(None, 0, 0, TaskPolicy::Normal, 0).task;
+    s.schedule(0, 0);
+    let b = s
+        .wake_up_new_task(Some(a), 0, 0, TaskPolicy::Normal, 0)
+        .task;
+    // A runs ahead of B, B then runs ahead of A: A is curr again, behind V.
+    let t1 = slice / 2 + slice / 20;
+    assert_eq!(s.schedule(0, t1).next, Some(b));
+    let t2 = t1 + 3 * slice / 4;
+    assert_eq!(s.schedule(0, t2).next, Some(a));
+    let t3 = t2 + slice / 20;
+    let (va, vb) = (s.task(a).se.vruntime, s.task(b).se.vruntime);
+    assert!(vb > va, "B is ahead: {vb} vs {va}");
+    let d_before = s.task(a).se.deadline;
+    s.yield_current(0, t3);
+    let se = s.task(a).se;
+    assert_eq!(se.vruntime, d_before, "vruntime jumps to the deadline");
+    assert_eq!(se.deadline, d_before + slice, "one more request");
+    assert_eq!(s.schedule(0, t3).next, Some(b), "the other task runs");
+}
+
+#[test]
+fn eevdf_yield_of_an_ineligible_task_keeps_its_vruntime_and_deadline() {
+    // Linux 6.12.y yield_task_fair(): "if (entity_eligible(cfs_rq, se))";
+    // an ineligible curr keeps its deadline, and its vruntime moves only by
+    // what update_curr() charges (slice/4 of runtime at nice 0).
+    let s = sched(&spec(1, 1, 1, 1), PickPolicy::Eevdf, "");
+    let slice = s.core().cfg.tunables.base_slice_ns;
+    let a = s.wake_up_new_task(None, 0, 0, TaskPolicy::Normal, 0).task;
+    s.schedule(0, 0);
+    s.wake_up_new_task(Some(a), 0, 0, TaskPolicy::Normal, 0);
+    let before = s.task(a).se;
+    // A ran slice/4 with B queued where A started: A is past V.
+    s.yield_current(0, slice / 4);
+    let se = s.task(a).se;
+    assert_eq!(se.vruntime, before.vruntime + slice / 4);
+    assert_eq!(se.deadline, before.deadline);
+    let c = s.core();
+    assert!(!c.rqs[0].cfs.vruntime_eligible(&c.tasks, se.vruntime));
 }

@@ -101,7 +101,7 @@ fn eevdf_avg_vruntime_and_eligibility() {
     for &id in &ids {
         a[id].se.on_rq = true;
         q.account_enqueue(&a, id);
-        q.tree_insert(c.pick, &a, id);
+        q.tree_insert(c.pick, &mut a, id);
     }
     assert_eq!(q.avg_vruntime(&a), base + 1_500);
     assert!(q.vruntime_eligible(&a, base));
@@ -128,7 +128,7 @@ fn eevdf_avg_vruntime_rounds_negative_keys_toward_minus_infinity() {
     for &id in &ids {
         a[id].se.on_rq = true;
         q.account_enqueue(&a, id);
-        q.tree_insert(c.pick, &a, id);
+        q.tree_insert(c.pick, &mut a, id);
     }
     assert_eq!(q.entity_key(a[ids[0]].se.vruntime), -3);
     assert_eq!(q.avg_vruntime(&a), base - 2);
@@ -153,7 +153,7 @@ fn eevdf_pick_is_earliest_eligible_deadline() {
         a[id].se.deadline = d;
         a[id].se.on_rq = true;
         q.account_enqueue(&a, id);
-        q.tree_insert(c.pick, &a, id);
+        q.tree_insert(c.pick, &mut a, id);
     }
     // V = b + 4000: B and C eligible, C has the earlier deadline.
     assert_eq!(eevdf::pick_eevdf(&q, &a, &c), Some(ids[2]));
@@ -169,7 +169,7 @@ fn eevdf_lag_is_clamped_and_preserved_by_placement() {
     a[ids[0]].se.slice = c.tunables.base_slice_ns;
     a[ids[0]].se.on_rq = true;
     q.account_enqueue(&a, ids[0]);
-    q.tree_insert(c.pick, &a, ids[0]);
+    q.tree_insert(c.pick, &mut a, ids[0]);
     // An entity far behind V has its lag clamped to max(2*slice, tick).
     a[ids[1]].se.vruntime = b - 100_000_000;
     a[ids[1]].se.slice = c.tunables.base_slice_ns;
@@ -183,7 +183,7 @@ fn eevdf_lag_is_clamped_and_preserved_by_placement() {
     // After insertion its effective lag is the stored one.
     a[ids[1]].se.on_rq = true;
     q.account_enqueue(&a, ids[1]);
-    q.tree_insert(c.pick, &a, ids[1]);
+    q.tree_insert(c.pick, &mut a, ids[1]);
     let v = q.avg_vruntime(&a);
     assert_eq!(v - a[ids[1]].se.vruntime, 500_000);
     // A new task starts at V with half a slice.
@@ -315,7 +315,7 @@ fn eevdf_run_to_parity_protects_slice() {
         a[id].se.on_rq = true;
         q.account_enqueue(&a, id);
     }
-    q.tree_insert(on.pick, &a, other);
+    q.tree_insert(on.pick, &mut a, other);
     q.curr = Some(cur);
     a[cur].se.vprot = Some(a[cur].se.deadline);
     assert_eq!(eevdf::pick_eevdf(&q, &a, &on), Some(cur));

@@ -1,7 +1,10 @@
 //! The runqueue timeline: an augmented balanced search tree (a treap).
 //!
 //! Plays the role of Linux's `cfs_rq->tasks_timeline` red-black tree. Nodes are
-//! ordered by `(key, TaskId)` and each caches the minimum `aux` value of its
+//! ordered by `(key, seq)`, `seq` the insertion number: `rb_add_cached` sends
+//! a key equal to ones already in the tree to their right, so among equal
+//! vruntimes (CFS) or deadlines (EEVDF) the entity enqueued first is
+//! leftmost and picked first. Each node caches the minimum `aux` value of its
 //! subtree (the `RB_DECLARE_CALLBACKS` augmentation of 6.8+). The CFS policy
 //! keys by vruntime (`aux` unused); EEVDF keys by virtual deadline with
 //! `aux = vruntime`, so "earliest deadline among eligible entities" is one
@@ -17,6 +20,8 @@ const NIL: u32 = u32::MAX;
 #[derive(Clone, Debug)]
 struct Node {
     key: u64,
+    /// Insertion number, unique in this timeline: breaks ties of `key`.
+    seq: u64,
     id: TaskId,
     aux: u64,
     min_aux: u64,
@@ -25,7 +30,8 @@ struct Node {
     right: u32,
 }
 
-/// Augmented ordered set of `(key, TaskId)` with a subtree-minimum of `aux`.
+/// Augmented ordered set of `(key, seq)` entries, each naming a task, with
+/// a subtree-minimum of `aux`.
 #[derive(Clone, Debug)]
 pub struct Timeline {
     nodes: Vec<Node>,
@@ -33,6 +39,8 @@ pub struct Timeline {
     root: u32,
     len: usize,
     rng: u32,
+    /// The last insertion number handed out.
+    seq: u64,
 }
 
 impl Default for Timeline {
@@ -53,6 +61,7 @@ impl Timeline {
             root: NIL,
             len: 0,
             rng: 0x9E37_79B9,
+            seq: 0,
         }
     }
 
@@ -85,9 +94,9 @@ impl Timeline {
         x
     }
 
-    fn less(&self, n: u32, key: u64, id: TaskId) -> bool {
+    fn less(&self, n: u32, key: u64, seq: u64) -> bool {
         let node = &self.nodes[n as usize];
-        (node.key, node.id) < (key, id)
+        (node.key, node.seq) < (key, seq)
     }
 
     fn pull(&mut self, n: u32) {
@@ -102,20 +111,20 @@ impl Timeline {
         self.nodes[n as usize].min_aux = m;
     }
 
-    /// Split `t` into (< (key,id), >= (key,id)).
-    fn split(&mut self, t: u32, key: u64, id: TaskId) -> (u32, u32) {
+    /// Split `t` into (< (key,seq), >= (key,seq)).
+    fn split(&mut self, t: u32, key: u64, seq: u64) -> (u32, u32) {
         if t == NIL {
             return (NIL, NIL);
         }
-        if self.less(t, key, id) {
+        if self.less(t, key, seq) {
             let r = self.nodes[t as usize].right;
-            let (a, b) = self.split(r, key, id);
+            let (a, b) = self.split(r, key, seq);
             self.nodes[t as usize].right = a;
             self.pull(t);
             (t, b)
         } else {
             let l = self.nodes[t as usize].left;
-            let (a, b) = self.split(l, key, id);
+            let (a, b) = self.split(l, key, seq);
             self.nodes[t as usize].left = b;
             self.pull(t);
             (a, t)
@@ -149,18 +158,18 @@ impl Timeline {
         if t == NIL {
             return n;
         }
-        let (key, id, prio) = {
+        let (key, seq, prio) = {
             let node = &self.nodes[n as usize];
-            (node.key, node.id, node.prio)
+            (node.key, node.seq, node.prio)
         };
         if prio > self.nodes[t as usize].prio {
-            let (a, b) = self.split(t, key, id);
+            let (a, b) = self.split(t, key, seq);
             self.nodes[n as usize].left = a;
             self.nodes[n as usize].right = b;
             self.pull(n);
             return n;
         }
-        if self.less(t, key, id) {
+        if self.less(t, key, seq) {
             let r = self.nodes[t as usize].right;
             let x = self.insert_at(r, n);
             self.nodes[t as usize].right = x;
@@ -173,11 +182,17 @@ impl Timeline {
         t
     }
 
-    /// Insert `(key, id)` with augmentation value `aux` (`__enqueue_entity`).
-    pub fn insert(&mut self, key: u64, id: TaskId, aux: u64) {
+    /// Insert task `id` at `key`, after every entry with the same key,
+    /// with augmentation value `aux` (`__enqueue_entity`); returns the
+    /// entry's insertion number, which [`Self::remove`] and
+    /// [`Self::next_after`] take to name it.
+    pub fn insert(&mut self, key: u64, id: TaskId, aux: u64) -> u64 {
         let prio = self.next_prio();
+        self.seq += 1;
+        let seq = self.seq;
         let node = Node {
             key,
+            seq,
             id,
             aux,
             min_aux: aux,
@@ -204,27 +219,28 @@ impl Timeline {
         };
         self.root = self.insert_at(self.root, n);
         self.len += 1;
+        seq
     }
 
-    fn remove_at(&mut self, t: u32, key: u64, id: TaskId) -> (u32, bool) {
+    fn remove_at(&mut self, t: u32, key: u64, seq: u64) -> (u32, bool) {
         if t == NIL {
             return (NIL, false);
         }
-        let (tk, tid) = (self.nodes[t as usize].key, self.nodes[t as usize].id);
-        if (tk, tid) == (key, id) {
+        let (tk, tseq) = (self.nodes[t as usize].key, self.nodes[t as usize].seq);
+        if (tk, tseq) == (key, seq) {
             let (l, r) = (self.nodes[t as usize].left, self.nodes[t as usize].right);
             self.free.push(t);
             return (self.merge(l, r), true);
         }
         let found;
-        if (tk, tid) < (key, id) {
+        if (tk, tseq) < (key, seq) {
             let r = self.nodes[t as usize].right;
-            let (x, f) = self.remove_at(r, key, id);
+            let (x, f) = self.remove_at(r, key, seq);
             self.nodes[t as usize].right = x;
             found = f;
         } else {
             let l = self.nodes[t as usize].left;
-            let (x, f) = self.remove_at(l, key, id);
+            let (x, f) = self.remove_at(l, key, seq);
             self.nodes[t as usize].left = x;
             found = f;
         }
@@ -234,9 +250,10 @@ impl Timeline {
         (t, found)
     }
 
-    /// Remove `(key, id)` (`__dequeue_entity`); returns whether it was present.
-    pub fn remove(&mut self, key: u64, id: TaskId) -> bool {
-        let (root, found) = self.remove_at(self.root, key, id);
+    /// Remove the entry `(key, seq)` (`__dequeue_entity`); returns whether
+    /// it was present.
+    pub fn remove(&mut self, key: u64, seq: u64) -> bool {
+        let (root, found) = self.remove_at(self.root, key, seq);
         self.root = root;
         if found {
             self.len -= 1;
@@ -257,13 +274,13 @@ impl Timeline {
         Some((n.key, n.id))
     }
 
-    /// The entry following `(key, id)` in order (`__pick_next_entity`).
-    pub fn next_after(&self, key: u64, id: TaskId) -> Option<(u64, TaskId)> {
+    /// The entry following `(key, seq)` in order (`__pick_next_entity`).
+    pub fn next_after(&self, key: u64, seq: u64) -> Option<(u64, TaskId)> {
         let mut t = self.root;
         let mut best = None;
         while t != NIL {
             let n = &self.nodes[t as usize];
-            if (n.key, n.id) > (key, id) {
+            if (n.key, n.seq) > (key, seq) {
                 best = Some((n.key, n.id));
                 t = n.left;
             } else {
@@ -330,49 +347,85 @@ mod tests {
     #[test]
     fn basic_order_and_removal() {
         let mut t = Timeline::new();
+        let mut seqs = Vec::new();
         for (i, k) in [50u64, 10, 30, 10, 70].iter().enumerate() {
-            t.insert(*k, TaskId(i as u32), 100 - *k);
+            seqs.push(t.insert(*k, TaskId(i as u32), 100 - *k));
         }
         assert_eq!(t.first(), Some((10, TaskId(1))));
-        assert_eq!(t.next_after(10, TaskId(1)), Some((10, TaskId(3))));
+        assert_eq!(t.next_after(10, seqs[1]), Some((10, TaskId(3))));
         assert_eq!(t.min_aux(), Some(30));
-        assert!(t.remove(10, TaskId(1)));
-        assert!(!t.remove(10, TaskId(1)));
+        assert!(t.remove(10, seqs[1]));
+        assert!(!t.remove(10, seqs[1]));
         assert_eq!(t.first(), Some((10, TaskId(3))));
         let keys: Vec<u64> = t.iter().map(|x| x.0).collect();
         assert_eq!(keys, vec![10, 30, 50, 70]);
         assert_eq!(t.len(), 4);
     }
 
+    #[test]
+    fn equal_keys_leave_in_insertion_order_whatever_the_ids() {
+        // rb_add_cached(): "if (less(node, parent)) left else right", so a
+        // key equal to those in the tree goes right of them; the leftmost
+        // of equal keys is the one inserted first, not the lowest id.
+        let mut t = Timeline::new();
+        let s7 = t.insert(5, TaskId(7), 0);
+        let s3 = t.insert(5, TaskId(3), 0);
+        t.insert(5, TaskId(5), 0);
+        assert_eq!(t.first(), Some((5, TaskId(7))));
+        assert_eq!(t.first_matching_aux(|a| a == 0), Some((5, TaskId(7))));
+        assert_eq!(t.next_after(5, s7), Some((5, TaskId(3))));
+        // Taken out and put back (a requeue): now the last of its key.
+        assert!(t.remove(5, s7));
+        t.insert(5, TaskId(7), 0);
+        let order: Vec<TaskId> = t.iter().map(|x| x.1).collect();
+        assert_eq!(order, vec![TaskId(3), TaskId(5), TaskId(7)]);
+        assert!(t.remove(5, s3));
+        assert_eq!(t.first(), Some((5, TaskId(5))));
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(64))]
         #[test]
         fn matches_btreemap_model(ops in proptest::collection::vec((0u8..3, 0u64..40, 0u32..20, 0u64..100), 1..200)) {
+            // The model keys by (key, insertion number); `live` finds an
+            // entry to remove by its key and task, as the runqueue does
+            // through the entity it looked up.
             let mut t = Timeline::new();
-            let mut m: BTreeMap<(u64, TaskId), u64> = BTreeMap::new();
+            let mut m: BTreeMap<(u64, u64), (TaskId, u64)> = BTreeMap::new();
+            let mut live: BTreeMap<(u64, TaskId), u64> = BTreeMap::new();
             for (op, key, id, aux) in ops {
                 let id = TaskId(id);
                 match op {
                     0 | 1 => {
-                        if let std::collections::btree_map::Entry::Vacant(e) = m.entry((key, id)) {
-                            t.insert(key, id, aux);
-                            e.insert(aux);
+                        if let std::collections::btree_map::Entry::Vacant(e) = live.entry((key, id)) {
+                            let seq = t.insert(key, id, aux);
+                            e.insert(seq);
+                            m.insert((key, seq), (id, aux));
                         }
                     }
                     _ => {
-                        let present = m.remove(&(key, id)).is_some();
-                        prop_assert_eq!(t.remove(key, id), present);
+                        match live.remove(&(key, id)) {
+                            Some(seq) => {
+                                prop_assert!(t.remove(key, seq));
+                                m.remove(&(key, seq));
+                            }
+                            None => prop_assert!(!t.remove(key, u64::MAX)),
+                        }
                     }
                 }
                 prop_assert_eq!(t.len(), m.len());
-                prop_assert_eq!(t.first(), m.keys().next().copied());
-                prop_assert_eq!(t.min_aux(), m.values().min().copied());
+                prop_assert_eq!(t.first(), m.iter().next().map(|(k, v)| (k.0, v.0)));
+                prop_assert_eq!(t.min_aux(), m.values().map(|v| v.1).min());
                 let thr = aux;
-                let want = m.iter().find(|(_, a)| **a <= thr).map(|(k, _)| *k);
+                let want = m.iter().find(|(_, v)| v.1 <= thr).map(|(k, v)| (k.0, v.0));
                 prop_assert_eq!(t.first_matching_aux(|a| a <= thr), want);
                 let all: Vec<(u64, TaskId)> = t.iter().map(|x| (x.0, x.1)).collect();
-                let model: Vec<(u64, TaskId)> = m.keys().copied().collect();
+                let model: Vec<(u64, TaskId)> = m.iter().map(|(k, v)| (k.0, v.0)).collect();
                 prop_assert_eq!(all, model);
+                if let Some((&(k, seq), _)) = m.iter().next() {
+                    let next = m.range((k, seq + 1)..).next().map(|(k, v)| (k.0, v.0));
+                    prop_assert_eq!(t.next_after(k, seq), next);
+                }
             }
         }
     }

@@ -118,6 +118,12 @@ pub enum Feat {
     /// Newly idle balancing in proportion to its success rate (Dec 2025,
     /// mainline and 6.12.y).
     NiRandom,
+    /// `__schedule(SM_IDLE)` (6.12): an idle CPU with nothing queued that
+    /// is asked to reschedule keeps running idle without a pick.
+    SmIdle,
+    /// `task_h_load` as a `CONFIG_FAIR_GROUP_SCHED` kernel computes it for
+    /// a task in the root group (a per-jiffy `h_load`).
+    RootHLoad,
 }
 
 /// All switches, in display order.
@@ -363,6 +369,18 @@ pub const FEATURES: &[FeatureDesc] = &[
         doc: "sched_balance_newidle runs a domain's pass only if a 1,024-sided die (the per-CPU prandom_u32_state) shows at most 1 + the domain's success ratio, which starts at 50 % and counts skipped passes as failures and a run's success weighted by the inverse of its odds (Peter Zijlstra's 'sched/fair: Proportional newidle balance', December 2025, mainline and the 6.1.y/6.12.y stable series; on in the rig's 6.12.117). Off: every pass the cost test allows runs, as before it",
     },
     FeatureDesc {
+        feat: Feat::SmIdle,
+        name: "SM_IDLE",
+        default: false,
+        doc: "__schedule(SM_IDLE), Linux 6.12 (K Prateek Nayak, 'sched/core: Introduce SM_IDLE and an idle re-entry fast-path in __schedule()'): the idle task's schedule_idle() on a CPU whose runqueue is empty (after its wake list was flushed) keeps the idle task without pick_next_task, so no newly idle balance runs and idle_stamp is not renewed; on in the rig's 6.12.117. Off: every reschedule of an idle CPU picks, running a newly idle balance first (6.11 and before)",
+    },
+    FeatureDesc {
+        feat: Feat::RootHLoad,
+        name: "ROOT_H_LOAD",
+        default: false,
+        doc: "task_h_load() as a CONFIG_FAIR_GROUP_SCHED kernel (Debian's, the rig's) computes it for a task in the root task group: update_cfs_rq_h_load() sets the queue's h_load to its load_avg at most once per jiffy (jiffies from the runqueue clocks and the tick period) and task_h_load = p.load_avg * h_load / (load_avg + 1), so the task's load is rounded down and, within a jiffy, scaled by how the queue's load changed since its h_load was taken; read by wake_affine_weight (the wakee's and the sync waker's load), cpu_load_without and detach_tasks. The rig's benchmarks run in the root group (busybox init, no sessions, so no autogroup). Off: the !CONFIG_FAIR_GROUP_SCHED form, the task's load_avg. Task groups themselves are not modelled either way",
+    },
+    FeatureDesc {
         feat: Feat::BaseSlice700us,
         name: "BASE_SLICE_700US",
         default: false,
@@ -396,7 +414,8 @@ const SRIKAR_V3: &[Feat] = &[
 /// The switches that make the core's balancing and EEVDF follow Linux 6.12
 /// where they differ from the defaults (5.10-era balancing, every CPU
 /// ticking, no delayed dequeue, 6.6-6.14's base slice, every newly idle
-/// pass run).
+/// pass run, an idle CPU's reschedule always picking, `task_h_load` without
+/// group scheduling).
 const LINUX_6_12: &[Feat] = &[
     Feat::ImbPct117,
     Feat::ImbalancedActiveBalance,
@@ -404,6 +423,8 @@ const LINUX_6_12: &[Feat] = &[
     Feat::NohzIdle,
     Feat::BaseSlice700us,
     Feat::NiRandom,
+    Feat::SmIdle,
+    Feat::RootHLoad,
 ];
 
 /// All aliases.
@@ -411,7 +432,7 @@ pub const ALIASES: &[FeatureAlias] = &[
     FeatureAlias {
         name: "LINUX_6_12",
         feats: LINUX_6_12,
-        doc: "Linux 6.12 as the rig runs it (Debian 6.12.117: EEVDF, CONFIG_NO_HZ_FULL without nohz_full= CPUs, so every idle CPU is tickless; base_slice_ns 2800000 on 8 CPUs): IMB_PCT_117, IMBALANCED_ACTIVE_BALANCE, DELAY_DEQUEUE, NOHZ_IDLE, BASE_SLICE_700US, NI_RANDOM. Use it with --pick eevdf (under CFS only the balancing and tickless parts act). Not modelled either way: group scheduling, util_est, uclamp",
+        doc: "Linux 6.12 as the rig runs it (Debian 6.12.117: EEVDF, CONFIG_NO_HZ_FULL without nohz_full= CPUs, so every idle CPU is tickless; base_slice_ns 2800000 on 8 CPUs): IMB_PCT_117, IMBALANCED_ACTIVE_BALANCE, DELAY_DEQUEUE, NOHZ_IDLE, BASE_SLICE_700US, NI_RANDOM, SM_IDLE, ROOT_H_LOAD. Use it with --pick eevdf (under CFS only the balancing and tickless parts act). Not modelled either way: task groups below the root, util_est, uclamp",
     },
     FeatureAlias {
         name: "SRIKAR_V3",

@@ -66,6 +66,8 @@ fn linux_6_12_sets_what_6_12_changes() {
         Feat::NohzIdle,
         Feat::BaseSlice700us,
         Feat::NiRandom,
+        Feat::SmIdle,
+        Feat::RootHLoad,
     ] {
         assert!(f.has(x), "{x:?}");
     }

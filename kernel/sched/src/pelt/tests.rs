@@ -222,3 +222,54 @@ fn post_init_gives_512_256_128_on_fork_burst() {
     }
     assert_eq!(got, vec![512, 256, 128]);
 }
+
+#[test]
+fn removal_floors_wrap_at_32_bits_as_linux_max_t_u32_does() {
+    // Linux 6.12 detach_entity_load_avg() / dequeue_load_avg() and the
+    // removed-load branch of update_cfs_rq_load_avg() end with
+    // `sum = max_t(u32, sum, avg * PELT_MIN_DIVIDER)`: both operands are cut
+    // to 32 bits. A queue of 100 runnable nice-0 tasks (load_avg and
+    // runnable_avg 102,400, period_contrib 0, so divider = 46,718) losing
+    // one: 99 * 1024 * 46,718 = 4,736,083,968 on both sides of the max,
+    // which is 4,736,083,968 - 2^32 = 441,116,672 once truncated.
+    assert_eq!(PELT_MIN_DIVIDER, 46_718);
+    let full = |n: u64| SchedAvg {
+        load_avg: n * 1024,
+        load_sum: n * 1024 * PELT_MIN_DIVIDER,
+        runnable_avg: n * 1024,
+        runnable_sum: n * 1024 * PELT_MIN_DIVIDER,
+        util_avg: 1024,
+        util_sum: 1024 * PELT_MIN_DIVIDER,
+        ..SchedAvg::default()
+    };
+    let one = SchedAvg {
+        load_avg: 1024,
+        load_sum: PELT_MIN_DIVIDER,
+        runnable_avg: 1024,
+        runnable_sum: 1024 * PELT_MIN_DIVIDER,
+        util_avg: 10,
+        util_sum: 10 * PELT_MIN_DIVIDER,
+        ..SchedAvg::default()
+    };
+    let mut rq = full(100);
+    detach_entity_load_avg(&mut rq, &one, 1024);
+    assert_eq!((rq.load_avg, rq.load_sum), (101_376, 441_116_672));
+    assert_eq!((rq.runnable_avg, rq.runnable_sum), (101_376, 441_116_672));
+    // util_sum stays far below 2^32 and is exact.
+    assert_eq!(rq.util_sum, 1014 * PELT_MIN_DIVIDER);
+    // The same task removed asynchronously (a wakeup migration away).
+    let mut rq = full(100);
+    let mut removed = Removed {
+        nr: 1,
+        load_avg: 1024,
+        util_avg: 10,
+        runnable_avg: 1024,
+    };
+    update_cfs_rq_load_avg(&mut rq, &mut removed, 0, 0, 0, false);
+    assert_eq!((rq.load_avg, rq.load_sum), (101_376, 441_116_672));
+    assert_eq!((rq.runnable_avg, rq.runnable_sum), (101_376, 441_116_672));
+    // Below 2^32 nothing wraps: 80 tasks losing one.
+    let mut rq = full(80);
+    detach_entity_load_avg(&mut rq, &one, 1024);
+    assert_eq!(rq.load_sum, 79 * 1024 * PELT_MIN_DIVIDER);
+}

@@ -121,3 +121,55 @@ fn wakeups_from_an_idle_cpu_are_recorded_on_its_idle_task() {
     assert_eq!(s.stats().wake.wake_wide_hits, hits + 1, "p goes wide");
     assert_eq!(s.core().rqs[0].idle_wakee.flips, 21);
 }
+
+#[test]
+fn exec_placement_first_syncs_the_tasks_averages_to_its_queue() {
+    // Linux 6.12 sched_balance_find_dst_cpu(): "if (!(sd_flag &
+    // SD_BALANCE_FORK)) sync_entity_load_avg(&p->se)", i.e.
+    // __update_load_avg_blocked_se(cfs_rq_last_update_time(cfs_rq), se):
+    // p's sums decay with load, runnable and running all 0 from its own
+    // last update to its queue's. A's entity was last updated when it was
+    // picked (at 1 ms); the fork at 3 ms updates the queue, not A.
+    for pick in [PickPolicy::Cfs, PickPolicy::Eevdf] {
+        let mut s = sched(&spec(1, 2, 1, 1), pick, "");
+        let a = run_on(&mut s, 0, 1_000_000);
+        s.wake_up_new_task_on(Some(a), 0, 0, TaskPolicy::Normal, 3_000_000);
+        let lut = s.core().rqs[0].cfs.avg.last_update_time;
+        let before = s.task(a).se;
+        assert!(before.avg.last_update_time < lut, "{pick:?}: a gap to sync");
+        let mut want = before.avg;
+        crate::pelt::update_task_load_avg(&mut want, lut, before.load.weight, false, false, false);
+        assert_ne!(want, before.avg, "{pick:?}: the sync changes something");
+        s.sched_exec(0, 3_000_000);
+        assert_eq!(s.task(a).se.avg, want, "{pick:?}");
+    }
+}
+
+#[test]
+fn root_group_task_h_load_uses_the_queues_load_of_the_jiffys_first_read() {
+    // Linux 6.12 with CONFIG_FAIR_GROUP_SCHED, a task in the root group:
+    // task_h_load(p) = p.load_avg * cfs_rq->h_load / (cfs_rq->avg.load_avg
+    // + 1), where update_cfs_rq_h_load() sets h_load = avg.load_avg only if
+    // last_h_load_update != jiffies. p (load 512) sleeps on cpu1:
+    //   queue at 512, first read this jiffy: 512 * 512 / 513 = 511;
+    //   queue rises to 1536 in the same jiffy: 512 * 512 / 1537 = 170;
+    //   next jiffy, h_load refreshed: 512 * 1536 / 1537 = 511.
+    // Without group scheduling task_h_load is p's load_avg, 512 throughout.
+    for (features, want) in [("ROOT_H_LOAD", [511, 170, 511]), ("", [512, 512, 512])] {
+        let mut s = sched(&spec(1, 2, 1, 1), PickPolicy::Cfs, features);
+        let tick = s.core().cfg.tunables.tick_ns;
+        let p = crate::testutil::sleeper_on(&mut s, 1, 0);
+        let t0 = 10 * tick + tick / 4;
+        let mut c = s.core();
+        c.tasks[p].se.avg.load_avg = 512;
+        c.update_rq_clock(1, t0);
+        c.rqs[1].cfs.avg.load_avg = 512;
+        let a = c.task_h_load(p);
+        c.rqs[1].cfs.avg.load_avg = 1536;
+        c.update_rq_clock(1, t0 + tick / 2);
+        let b = c.task_h_load(p);
+        c.update_rq_clock(1, t0 + tick);
+        let d = c.task_h_load(p);
+        assert_eq!([a, b, d], want, "{features:?}");
+    }
+}

@@ -154,6 +154,12 @@ pub fn select_task_rq_fair(
         if wake_flags.has(WakeFlags::TTWU) {
             core.stats.wake.wake_slow_path += 1;
         }
+        // sched_balance_find_dst_cpu(): p's utilization for
+        // cpu_util_without() is synced to its queue's last update first,
+        // except at fork (a new task has no history to sync).
+        if !wake_flags.has(WakeFlags::FORK) {
+            core.sync_entity_load_avg(p);
+        }
         new_cpu = idlest::find_idlest_cpu(core, this_cpu, lvl, p, prev_cpu, sd_flag);
     } else if wake_flags.has(WakeFlags::TTWU) {
         new_cpu = sis::select_idle_sibling_idle(core, p, prev_cpu, new_cpu, this_cpu, waker, idle);

@@ -588,10 +588,11 @@ impl<P: SchedPolicy> Scheduler<P> {
     }
 
     /// `sched_yield()` by the current task of `cpu` (`yield_task_fair`,
-    /// Linux v5.11 / 6.15): nothing if it is the only queued task; else its
+    /// Linux v5.11 / 6.12.y): nothing if it is the only queued task; else its
     /// buddies are cleared, curr is charged (`update_curr`, skipped for
     /// SCHED_BATCH under CFS as in v5.11), then CFS marks it as the skip
-    /// buddy and EEVDF pushes its deadline back by one request. The caller
+    /// buddy and EEVDF makes an eligible yielder forfeit the rest of its
+    /// request (vruntime to its deadline, the next request after it). The caller
     /// then calls [`Self::schedule`] (do_sched_yield always schedules).
     pub fn yield_current(&self, cpu: CpuId, now: u64) {
         let mut core = self.shared.lock(cpu);

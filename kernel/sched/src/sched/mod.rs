@@ -15,6 +15,8 @@ mod nohz;
 #[cfg(test)]
 mod nohz_tests;
 #[cfg(test)]
+mod sm_idle_tests;
+#[cfg(test)]
 mod ttwu_tests;
 
 pub use lifecycle::{Start, ttwu_queue_cond};
@@ -23,6 +25,7 @@ use crate::CpuId;
 use crate::config::SchedConfig;
 use crate::core::{CpuList, Migrations, SchedCore, Shared};
 use crate::fair::entity;
+use crate::features::Feat;
 use crate::idle;
 use crate::policy::{FairPolicy, SchedPolicy};
 use crate::stats::{MigrationReason, SchedStats};
@@ -189,6 +192,27 @@ impl<P: SchedPolicy> Scheduler<P> {
         // before the pick, so none waits for the IPI that announced it.
         self.ttwu_pending_locked(core, cpu, now);
         let cfg = core.cfg;
+        // 6.12's `__schedule(SM_IDLE)`: the idle task rescheduling with
+        // nothing queued (its wake list flushed above, no stopper work
+        // pending) keeps running: no pick, so no newly idle balance and no
+        // new `idle_stamp`.
+        if cfg.features.has(Feat::SmIdle)
+            && core.rqs[cpu].curr.is_none()
+            && core.rqs[cpu].nr_running() == 0
+            && core.rqs[cpu].exec_migrate.is_none()
+            && core.rqs[cpu].active_balance.is_none()
+        {
+            core.resched.retain(|&c| c != cpu);
+            let rq = &mut core.rqs[cpu];
+            rq.need_resched = false;
+            rq.cfs.resched = false;
+            return Switch {
+                prev: None,
+                next: None,
+                migrations: Migrations::new(),
+                resched: core.take_resched(),
+            };
+        }
         let mut migrations = Migrations::new();
         core.rqs[cpu].need_resched = false;
         let prev = core.rqs[cpu].curr;

@@ -224,7 +224,7 @@ pub fn pick_next_entity(cfs: &mut CfsRq, tasks: &impl Tasks, cfg: &SchedConfig) 
     let left_load = &tasks[left].se.load;
     let mut se = left;
     if cfs.skip == Some(left)
-        && let Some((second_v, second)) = cfs.timeline.next_after(left_v, left)
+        && let Some((second_v, second)) = cfs.timeline.next_after(left_v, tasks[left].se.tree_seq)
         && wakeup_preempt_entity(cfg, second_v, left_v, left_load) < 1
     {
         se = second;

@@ -51,7 +51,7 @@ fn queue(build: impl PickDiscipline) -> (SchedConfig, CfsRq, TaskTable, Vec<Task
         q.account_enqueue(&a, id);
     }
     for &id in &ids[..3] {
-        q.tree_insert(build, &a, id);
+        q.tree_insert(build, &mut a, id);
     }
     q.curr = Some(ids[3]);
     q.next = Some(ids[2]);

@@ -78,10 +78,16 @@ fn protected(se: &SchedEntity) -> bool {
     se.vprot == Some(se.deadline)
 }
 
-/// `yield_task_fair()` (EEVDF, 6.6-6.16) after the lone-task return and
+/// `yield_task_fair()` (EEVDF) after the lone-task return and
 /// `clear_buddies` (done by `Scheduler::yield_current`): charge curr
-/// (`update_curr`), then push its deadline back by one request, which
-/// also ends its slice protection.
+/// (`update_curr`); then, if curr is eligible, it forfeits the rest of its
+/// request: its vruntime jumps to its deadline and `update_deadline` starts
+/// the next request one slice later (upstream "sched/fair: Forfeit
+/// vruntime on yield", in 6.12.y since 6.12.63 and so in the rig's
+/// 6.12.117). An ineligible curr keeps both (the pick passes it over
+/// anyway). Before that change (6.6 to 6.12.62) only the deadline moved
+/// one request back, so a yielder that was the only eligible entity was
+/// picked again at once. The slice protection ends either way.
 pub fn yield_task(
     cfs: &mut CfsRq,
     tasks: &mut impl Tasks,
@@ -90,9 +96,14 @@ pub fn yield_task(
     now: u64,
 ) {
     update_curr(cfs, tasks, cfg, now);
-    let se = &mut tasks[curr].se;
-    se.deadline += calc_delta_fair(se.slice, &se.load);
-    se.vprot = None;
+    if cfs.vruntime_eligible(tasks, tasks[curr].se.vruntime) {
+        let nr = cfs.nr_running;
+        let se = &mut tasks[curr].se;
+        se.vruntime = se.deadline;
+        update_deadline(cfg, nr, se);
+        cfs.update_min_vruntime(Eevdf, tasks);
+    }
+    tasks[curr].se.vprot = None;
 }
 
 /// `pick_eevdf()`: the eligible entity with the earliest virtual deadline,
