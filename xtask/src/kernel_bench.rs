@@ -95,9 +95,9 @@ pub fn run() -> Result<i32> {
     // wakee flips"); the last three also build the domains with 6.x's
     // imbalance_pct (IMB_PCT_117), the last two also take 6.x's
     // active-balance rule (IMBALANCED_ACTIVE_BALANCE), and the last one
-    // also 6.12's delayed dequeue, tickless idle, base slice and
-    // proportional newidle balance (LINUX_6_12, all six): the closest to
-    // the rig's Linux.
+    // also 6.12's delayed dequeue, tickless idle, base slice, proportional
+    // newidle balance, idle re-entry fast path and root-group task_h_load
+    // (LINUX_6_12, all eight): the closest to the rig's Linux.
     for (name, pick, flips, features) in [
         ("cfs", "cfs", "0", ""),
         ("eevdf", "eevdf", "0", ""),
