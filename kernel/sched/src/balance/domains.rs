@@ -8,7 +8,7 @@ use super::lb::load_balance;
 use crate::CpuId;
 use crate::core::{Migrations, SchedCore};
 use crate::fair::entity::update_rq_load_avg;
-use topology::SD_BALANCE_NEWIDLE;
+use topology::{SD_BALANCE_NEWIDLE, SD_SERIALIZE};
 
 /// Modelled cost of a newly-idle balance pass per CPU of the domain (ns).
 /// Linux measures wall time; the pure core has no clock of its own.
@@ -38,7 +38,14 @@ pub fn sd_balance_interval_ns(core: &SchedCore, cpu: CpuId, level: usize, busy: 
 }
 
 /// `sched_balance_domains(rq, idle)`: periodic balancing of every due domain.
+/// Its times are jiffies, as in Linux: a pass stamps `sd->last_balance`
+/// with the jiffy it runs in (`now` rounded down to the tick grid), so a
+/// pass that runs a little after a tick (the idle load balancer's, on its
+/// IPI) is due again a whole number of ticks after that tick, not after
+/// itself.
 pub fn rebalance_domains(core: &mut SchedCore, cpu: CpuId, now: u64) -> Migrations {
+    let tick = core.cfg.tunables.tick_ns;
+    let jiffies_ns = now / tick * tick;
     let mut moved = Migrations::new();
     let mut idle = if core.idle_cpu(cpu) {
         CpuIdleType::Idle
@@ -46,7 +53,7 @@ pub fn rebalance_domains(core: &mut SchedCore, cpu: CpuId, now: u64) -> Migratio
         CpuIdleType::NotIdle
     };
     let mut busy = idle == CpuIdleType::NotIdle && !core.rqs[cpu].is_sched_idle();
-    let mut next_balance = now + 60 * 1_000_000_000;
+    let mut next_balance = jiffies_ns + 60 * 1_000_000_000;
     update_rq_load_avg(&mut core.rqs[cpu].cfs, now);
     for level in 0..core.topo.sd(cpu).len() {
         let st = &mut core.rqs[cpu].sd[level];
@@ -56,20 +63,31 @@ pub fn rebalance_domains(core: &mut SchedCore, cpu: CpuId, now: u64) -> Migratio
         }
         let mut interval = sd_balance_interval_ns(core, cpu, level, busy);
         let mut cont = true;
-        if now >= core.rqs[cpu].sd[level].last_balance + interval {
-            let r = load_balance(core, cpu, level, idle, now);
-            cont = r.continue_balancing;
-            if !r.moved.is_empty() {
-                idle = if core.idle_cpu(cpu) {
-                    CpuIdleType::Idle
-                } else {
-                    CpuIdleType::NotIdle
-                };
-                busy = idle == CpuIdleType::NotIdle;
+        // SD_SERIALIZE (NUMA levels): one CPU at a time walks such a level,
+        // due or not (`sched_balance_running`); a CPU that finds it taken
+        // skips the level this time (`goto out`), keeping its stamp.
+        let serialize = core.topo.sd(cpu)[level].flags.contains(SD_SERIALIZE);
+        if !serialize || core.shared.try_serialize_balance() {
+            if now >= core.rqs[cpu].sd[level].last_balance + interval {
+                let r = load_balance(core, cpu, level, idle, now);
+                cont = r.continue_balancing;
+                if !r.moved.is_empty() {
+                    idle = if core.idle_cpu(cpu) {
+                        CpuIdleType::Idle
+                    } else {
+                        CpuIdleType::NotIdle
+                    };
+                    busy = idle == CpuIdleType::NotIdle && !core.rqs[cpu].is_sched_idle();
+                }
+                core.append_migrations(cpu, &mut moved, r.moved);
+                core.rqs[cpu].sd[level].last_balance = jiffies_ns;
+                interval = sd_balance_interval_ns(core, cpu, level, busy);
             }
-            core.append_migrations(cpu, &mut moved, r.moved);
-            core.rqs[cpu].sd[level].last_balance = now;
-            interval = sd_balance_interval_ns(core, cpu, level, busy);
+            if serialize {
+                core.shared.end_serialized_balance();
+            }
+        } else {
+            core.stats.lb.serialize_skips += 1;
         }
         next_balance = next_balance.min(core.rqs[cpu].sd[level].last_balance + interval);
         if !cont {

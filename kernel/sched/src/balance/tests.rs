@@ -1090,3 +1090,49 @@ fn tasks_pulled_together_are_attached_in_reverse_detach_order() {
         "the first detached is nearer the head"
     );
 }
+
+/// Linux 6.12 sched_balance_domains(): at a domain with SD_SERIALIZE (the
+/// NUMA levels) a CPU first takes `sched_balance_running` with
+/// atomic_cmpxchg_acquire(0, 1); if another CPU holds it, the level is
+/// skipped (`goto out`: no balance, `last_balance` kept) and retried at the
+/// next due tick. Two nodes of two CPUs: node 0 runs two tasks on each CPU,
+/// node 1 is idle, so only CPU 2's NUMA level can pull. With the flag held
+/// (another CPU walking its NUMA level) CPU 2 pulls nothing; released, it
+/// pulls across nodes.
+#[test]
+fn a_serialized_numa_level_is_skipped_while_another_cpu_walks_one() {
+    for held in [true, false] {
+        let mut s = sched(&spec(2, 2, 1, 2), PickPolicy::Cfs, "");
+        let numa = s.shared.topo.sd(2).len() - 1;
+        assert!(
+            s.shared.topo.sd(2)[numa]
+                .flags
+                .contains(topology::SD_SERIALIZE)
+        );
+        queue_on(&mut s, 0, 2, 1_000_000);
+        queue_on(&mut s, 1, 2, 1_000_000);
+        let t = 40_000_000;
+        let moved = {
+            let mut c = s.core();
+            c.update_rq_clock(2, t);
+            if held {
+                assert!(c.shared.try_serialize_balance());
+            }
+            let m = rebalance_domains(&mut c, 2, t);
+            if held {
+                c.shared.end_serialized_balance();
+            }
+            (
+                m.len(),
+                c.rqs[2].sd[numa].last_balance,
+                c.stats.lb.serialize_skips,
+            )
+        };
+        if held {
+            assert_eq!(moved, (0, 0, 1), "skipped, stamp kept");
+        } else {
+            assert_eq!((moved.1, moved.2), (t, 0));
+            assert!(moved.0 >= 1, "pulled across nodes");
+        }
+    }
+}

@@ -40,7 +40,7 @@ use crate::topo::SchedTopo;
 use alloc::boxed::Box;
 use alloc::collections::VecDeque;
 use alloc::vec::Vec;
-use core::sync::atomic::Ordering::{Acquire, Relaxed};
+use core::sync::atomic::Ordering::{Acquire, Relaxed, Release};
 use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 use spin::mutex::{SpinMutex, SpinMutexGuard};
 
@@ -155,6 +155,9 @@ pub struct Shared {
     /// kept with ROOT_H_LOAD only, for `update_cfs_rq_h_load`'s
     /// once-per-jiffy refresh.
     jiffies: Padded<AtomicU64>,
+    /// `sched_balance_running`: a CPU is walking an SD_SERIALIZE (NUMA)
+    /// level of its periodic balance.
+    balance_running: Padded<AtomicBool>,
     /// Per-LLC shared state, indexed by `sd_llc_id`.
     pub llc: Vec<LlcShared>,
     /// NOHZ idle-balancing state (NOHZ_IDLE).
@@ -214,6 +217,7 @@ impl Shared {
             snap,
             rd_overloaded: Padded(AtomicBool::new(false)),
             jiffies: Padded(AtomicU64::new(0)),
+            balance_running: Padded(AtomicBool::new(false)),
             llc: (0..n).map(|c| LlcShared::new(topo.llc_size[c])).collect(),
             nohz: crate::balance::nohz::Nohz::new(n),
             task_loc: (0..cfg.max_tasks)
@@ -489,6 +493,21 @@ impl Shared {
         if self.jiffies.load(Relaxed) < j {
             self.jiffies.fetch_max(j, Relaxed);
         }
+    }
+
+    /// `atomic_cmpxchg_acquire(&sched_balance_running, 0, 1) == 0`: this
+    /// CPU may walk an SD_SERIALIZE level now.
+    #[inline]
+    pub(crate) fn try_serialize_balance(&self) -> bool {
+        self.balance_running
+            .compare_exchange(false, true, Acquire, Relaxed)
+            .is_ok()
+    }
+
+    /// `atomic_set_release(&sched_balance_running, 0)`.
+    #[inline]
+    pub(crate) fn end_serialized_balance(&self) {
+        self.balance_running.store(false, Release);
     }
 
     /// `get_rd_overloaded(rd)`.

@@ -224,6 +224,38 @@ fn the_pass_collates_next_balance_and_later_kicks_wait_for_it() {
 }
 
 #[test]
+fn an_idle_balancers_pass_after_a_tick_is_stamped_with_that_tick() {
+    // Linux sched_balance_domains(): "sd->last_balance = jiffies", and a
+    // domain is due at time_after_eq(jiffies, last_balance + interval),
+    // both in jiffies. The idle load balancer's pass runs on its IPI, 5 us
+    // after CPU 0's tick at jiffy t0/TICK + 1: every domain it balanced
+    // records that jiffy, and its next_balance is a whole number of ticks
+    // later (so _nohz_idle_balance's collation, which rounds up to a jiffy,
+    // is not pushed a tick further).
+    let mut s = machine("NOHZ_IDLE");
+    let t0 = 100 * TICK;
+    for c in 1..4 {
+        assert!(s.nohz_idle_enter(c, t0));
+    }
+    run_on(&mut s, 0, t0 + 10);
+    s.wake_up_new_task_on(None, 0, 0, TaskPolicy::Normal, t0 + 20);
+    assert_eq!(s.tick(0, t0 + TICK).nohz_kick, Some(1));
+    s.nohz_kick(1, t0 + TICK + 5_000);
+    let c = s.core();
+    let mut stamped = 0;
+    for cpu in 1..4 {
+        for st in &c.rqs[cpu].sd {
+            if st.last_balance != 0 {
+                assert_eq!(st.last_balance, t0 + TICK, "cpu{cpu}");
+                stamped += 1;
+            }
+        }
+        assert_eq!(c.rqs[cpu].next_balance % TICK, 0, "cpu{cpu}");
+    }
+    assert!(stamped > 0, "the pass balanced some domain");
+}
+
+#[test]
 fn a_newly_idle_cpu_updates_stale_blocked_load_before_it_halts() {
     let t_idle = 50 * TICK;
     let s = loaded_then_idle("NOHZ_IDLE", t_idle);

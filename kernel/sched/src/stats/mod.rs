@@ -283,6 +283,9 @@ counters!(
         newidle_skipped,
         /// Newly-idle balance pulled something.
         newidle_pulled,
+        /// Periodic passes that skipped an SD_SERIALIZE (NUMA) level because
+        /// another CPU was walking one (`sched_balance_running` taken).
+        serialize_skips,
     }
 );
 
