@@ -96,8 +96,9 @@ pub fn run() -> Result<i32> {
     // imbalance_pct (IMB_PCT_117), the last two also take 6.x's
     // active-balance rule (IMBALANCED_ACTIVE_BALANCE), and the last one
     // also 6.12's delayed dequeue, tickless idle, base slice, proportional
-    // newidle balance, idle re-entry fast path and root-group task_h_load
-    // (LINUX_6_12, all eight): the closest to the rig's Linux.
+    // newidle balance, idle re-entry fast path, root-group task_h_load and
+    // SMT group balancing (LINUX_6_12, all nine): the closest to the rig's
+    // Linux.
     for (name, pick, flips, features) in [
         ("cfs", "cfs", "0", ""),
         ("eevdf", "eevdf", "0", ""),

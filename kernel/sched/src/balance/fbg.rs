@@ -36,6 +36,12 @@ pub fn calculate_imbalance(core: &SchedCore, env: &mut LbEnv, sds: &mut SdLbStat
     let sd = &core.topo.sd(env.dst_cpu)[env.level];
     let local = sds.local;
     let Some(busiest) = sds.busiest else { return };
+    // group_smt_balance: one task fewer on the SMT core that shares it.
+    if busiest.group_type == GroupType::SmtBalance {
+        env.migration_type = MigrationType::Task;
+        env.imbalance = 1;
+        return;
+    }
     if local.group_type == GroupType::HasSpare {
         if busiest.group_type > GroupType::FullyBusy && !sd.flags.contains(SD_SHARE_LLC) {
             env.migration_type = MigrationType::Util;

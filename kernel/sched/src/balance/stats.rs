@@ -9,7 +9,8 @@ use crate::features::Feat;
 use topology::{CpuMask, SD_PREFER_SIBLING};
 
 /// `enum group_type`, in increasing "busyness" order. Only the symmetric-
-/// machine classes are produced here (no misfit/asym/imbalanced groups).
+/// machine classes are produced here (no misfit/asym/imbalanced groups;
+/// `group_smt_balance` with GROUP_SMT_BALANCE).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub enum GroupType {
     /// `group_has_spare`.
@@ -19,7 +20,8 @@ pub enum GroupType {
     FullyBusy,
     /// `group_misfit_task` (asymmetric systems; not produced).
     MisfitTask,
-    /// `group_smt_balance` (not produced; prefer_sibling covers it here).
+    /// `group_smt_balance` (GROUP_SMT_BALANCE, v6.6): an SMT core with more
+    /// than one task, seen by an idle CPU.
     SmtBalance,
     /// `group_asym_packing` (not produced).
     AsymPacking,
@@ -182,20 +184,27 @@ pub fn update_sd_pick_busiest(busiest: Option<&SgLbStats>, s: &SgLbStats) -> boo
     }
     match s.group_type {
         GroupType::Overloaded => s.avg_load > b.avg_load,
-        GroupType::FullyBusy => {
+        // Either core with an idle CPU: the has-spare rules; else as fully
+        // busy (both avg_load 0: the first SMT core is kept).
+        GroupType::SmtBalance if s.idle_cpus != 0 || b.idle_cpus != 0 => has_spare_pick(b, s),
+        GroupType::FullyBusy | GroupType::SmtBalance => {
             if s.avg_load < b.avg_load {
                 return false;
             }
             !(s.avg_load == b.avg_load && b.is_smt)
         }
-        GroupType::HasSpare => {
-            if s.idle_cpus > b.idle_cpus {
-                return false;
-            }
-            !(s.idle_cpus == b.idle_cpus && s.sum_nr_running <= b.sum_nr_running)
-        }
+        GroupType::HasSpare => has_spare_pick(b, s),
         _ => false,
     }
+}
+
+/// `update_sd_pick_busiest`'s `has_spare` rule: the group with fewer idle
+/// CPUs, then more running tasks.
+fn has_spare_pick(b: &SgLbStats, s: &SgLbStats) -> bool {
+    if s.idle_cpus > b.idle_cpus {
+        return false;
+    }
+    !(s.idle_cpus == b.idle_cpus && s.sum_nr_running <= b.sum_nr_running)
 }
 
 /// `struct sd_lb_stats`.
@@ -230,8 +239,21 @@ pub fn update_sd_lb_stats(core: &mut SchedCore, env: &LbEnv) -> SdLbStats {
     let mut sum_util = 0;
     let mut sg_overloaded = false;
     let top = env.level + 1 == core.topo.sd(dst).len();
+    let smt_balance =
+        core.cfg.features.has(Feat::GroupSmtBalance) && env.idle != super::CpuIdleType::NotIdle;
     for (gi, g) in sd.groups.iter().enumerate() {
-        let (s, over) = update_sg_lb_stats(core, pct, gi, &g.span, &env.excluded);
+        let (mut s, over) = update_sg_lb_stats(core, pct, gi, &g.span, &env.excluded);
+        // `smt_balance()`: a non-local group that is one SMT core
+        // (SD_SHARE_CPUCAPACITY) with more than one task, when this CPU is
+        // idle; `group_classify` ranks it below overloaded only.
+        if smt_balance
+            && s.is_smt
+            && s.sum_h_nr_running > 1
+            && s.group_type != GroupType::Overloaded
+            && !g.span.contains(dst)
+        {
+            s.group_type = GroupType::SmtBalance;
+        }
         sg_overloaded |= over;
         sum_util += s.group_util;
         sds.total_load += s.group_load;

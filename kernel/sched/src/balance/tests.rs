@@ -1136,3 +1136,61 @@ fn a_serialized_numa_level_is_skipped_while_another_cpu_walks_one() {
         }
     }
 }
+
+/// Linux 6.6+ group_smt_balance (`smt_balance`, `group_classify`,
+/// `calculate_imbalance`): an idle CPU balancing its MC level sees the
+/// other SMT core running four just-forked tasks (three on one sibling,
+/// one on the other; their PELT is young, so the core is not overloaded:
+/// util 1,408 * 117 < 2,048 * 100, and it has capacity). It is
+/// group_smt_balance, so migrate_task with imbalance 1: one task moves.
+/// Without the class (5.10-6.5) the core has spare capacity and the
+/// prefer-sibling path asks for sibling_imbalance = 4 - 0 tasks, halved:
+/// two move.
+#[test]
+fn an_idle_cpu_pulls_one_task_from_a_shared_smt_core_with_group_smt_balance() {
+    for (features, want) in [("GROUP_SMT_BALANCE", 1), ("", 2)] {
+        let mut s = sched(&spec(1, 2, 2, 1), PickPolicy::Cfs, features);
+        let sib = s.shared.topo.smt[0].clone();
+        let other: Vec<CpuId> = (0..4).filter(|c| !sib.contains(*c)).collect();
+        let t = 10_000_000;
+        queue_on(&mut s, other[0], 3, t);
+        queue_on(&mut s, other[1], 1, t);
+        let mc = s.shared.topo.sd(0).len() - 1;
+        assert!(s.shared.topo.sd(0)[mc].span.weight() == 4);
+        let r = load_balance(&mut s.core(), 0, mc, CpuIdleType::Idle, t + 1_000);
+        assert_eq!(r.moved.len(), want, "{features:?}");
+    }
+}
+
+/// Linux 6.6+ update_sd_pick_busiest(), `case group_smt_balance`: if
+/// either SMT core has an idle CPU the has-spare rule decides (fewer idle
+/// CPUs, then more tasks); if neither has one, it falls through to the
+/// fully-busy rule, where both avg_load are 0 and the current busiest is
+/// an SMT group, so the first core found is kept.
+#[test]
+fn smt_balance_groups_compare_by_idle_cpus_else_the_first_is_kept() {
+    use super::stats::update_sd_pick_busiest;
+    let g = |idle: u32, nr: u32| SgLbStats {
+        group_type: GroupType::SmtBalance,
+        idle_cpus: idle,
+        sum_nr_running: nr,
+        sum_h_nr_running: nr,
+        group_weight: 2,
+        is_smt: true,
+        ..Default::default()
+    };
+    // Neither idle: the first stays, even against more tasks.
+    assert!(!update_sd_pick_busiest(Some(&g(0, 2)), &g(0, 5)));
+    // One idle CPU somewhere: has-spare rules.
+    assert!(update_sd_pick_busiest(Some(&g(1, 2)), &g(0, 2)));
+    assert!(!update_sd_pick_busiest(Some(&g(0, 3)), &g(1, 4)));
+    assert!(update_sd_pick_busiest(Some(&g(1, 2)), &g(1, 3)));
+    // The class ranks above fully busy.
+    let busy = SgLbStats {
+        group_type: GroupType::FullyBusy,
+        sum_nr_running: 4,
+        sum_h_nr_running: 4,
+        ..Default::default()
+    };
+    assert!(update_sd_pick_busiest(Some(&busy), &g(0, 2)));
+}

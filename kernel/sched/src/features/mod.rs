@@ -124,6 +124,9 @@ pub enum Feat {
     /// `task_h_load` as a `CONFIG_FAIR_GROUP_SCHED` kernel computes it for
     /// a task in the root group (a per-jiffy `h_load`).
     RootHLoad,
+    /// Load balancing's `group_smt_balance` class (v6.6): an idle CPU
+    /// pulls one task from an SMT core that runs more than one.
+    GroupSmtBalance,
 }
 
 /// All switches, in display order.
@@ -381,6 +384,12 @@ pub const FEATURES: &[FeatureDesc] = &[
         doc: "task_h_load() as a CONFIG_FAIR_GROUP_SCHED kernel (Debian's, the rig's) computes it for a task in the root task group: update_cfs_rq_h_load() sets the queue's h_load to its load_avg at most once per jiffy (jiffies from the runqueue clocks and the tick period) and task_h_load = p.load_avg * h_load / (load_avg + 1), so the task's load is rounded down and, within a jiffy, scaled by how the queue's load changed since its h_load was taken; read by wake_affine_weight (the wakee's and the sync waker's load), cpu_load_without and detach_tasks. The rig's benchmarks run in the root group (busybox init, no sessions, so no autogroup). Off: the !CONFIG_FAIR_GROUP_SCHED form, the task's load_avg. Task groups themselves are not modelled either way",
     },
     FeatureDesc {
+        feat: Feat::GroupSmtBalance,
+        name: "GROUP_SMT_BALANCE",
+        default: false,
+        doc: "load balancing's group_smt_balance class (Tim Chen, 'sched/fair: Determine active load balance for SMT sched groups', v6.6): when an idle or newly idle CPU balances, a non-local group that is one SMT core running more than one task is group_smt_balance unless overloaded, ranking above fully busy; two such groups compare by idle CPUs and task counts (has-spare rules) if either has an idle CPU, else the first is kept; calculate_imbalance then moves one task (migrate_task, 1). Off: such a core is fully busy or has spare by its utilization, and the prefer-sibling path sizes the move (5.10-6.5)",
+    },
+    FeatureDesc {
         feat: Feat::BaseSlice700us,
         name: "BASE_SLICE_700US",
         default: false,
@@ -415,7 +424,7 @@ const SRIKAR_V3: &[Feat] = &[
 /// where they differ from the defaults (5.10-era balancing, every CPU
 /// ticking, no delayed dequeue, 6.6-6.14's base slice, every newly idle
 /// pass run, an idle CPU's reschedule always picking, `task_h_load` without
-/// group scheduling).
+/// group scheduling, no `group_smt_balance` class).
 const LINUX_6_12: &[Feat] = &[
     Feat::ImbPct117,
     Feat::ImbalancedActiveBalance,
@@ -425,6 +434,7 @@ const LINUX_6_12: &[Feat] = &[
     Feat::NiRandom,
     Feat::SmIdle,
     Feat::RootHLoad,
+    Feat::GroupSmtBalance,
 ];
 
 /// All aliases.
@@ -432,7 +442,7 @@ pub const ALIASES: &[FeatureAlias] = &[
     FeatureAlias {
         name: "LINUX_6_12",
         feats: LINUX_6_12,
-        doc: "Linux 6.12 as the rig runs it (Debian 6.12.117: EEVDF, CONFIG_NO_HZ_FULL without nohz_full= CPUs, so every idle CPU is tickless; base_slice_ns 2800000 on 8 CPUs): IMB_PCT_117, IMBALANCED_ACTIVE_BALANCE, DELAY_DEQUEUE, NOHZ_IDLE, BASE_SLICE_700US, NI_RANDOM, SM_IDLE, ROOT_H_LOAD. Use it with --pick eevdf (under CFS only the balancing and tickless parts act). Not modelled either way: task groups below the root, util_est, uclamp",
+        doc: "Linux 6.12 as the rig runs it (Debian 6.12.117: EEVDF, CONFIG_NO_HZ_FULL without nohz_full= CPUs, so every idle CPU is tickless; base_slice_ns 2800000 on 8 CPUs): IMB_PCT_117, IMBALANCED_ACTIVE_BALANCE, DELAY_DEQUEUE, NOHZ_IDLE, BASE_SLICE_700US, NI_RANDOM, SM_IDLE, ROOT_H_LOAD, GROUP_SMT_BALANCE. Use it with --pick eevdf (under CFS only the balancing and tickless parts act). Not modelled either way: task groups below the root, util_est, uclamp",
     },
     FeatureAlias {
         name: "SRIKAR_V3",

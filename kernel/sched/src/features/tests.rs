@@ -68,6 +68,7 @@ fn linux_6_12_sets_what_6_12_changes() {
         Feat::NiRandom,
         Feat::SmIdle,
         Feat::RootHLoad,
+        Feat::GroupSmtBalance,
     ] {
         assert!(f.has(x), "{x:?}");
     }
