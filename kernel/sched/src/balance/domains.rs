@@ -138,7 +138,10 @@ fn update_next_balance(core: &SchedCore, cpu: CpuId, level: usize, next_balance:
 /// domains' last balance, not a busy one.
 pub fn newidle_balance(core: &mut SchedCore, cpu: CpuId, now: u64) -> Migrations {
     let mut moved = Migrations::new();
-    if core.rqs[cpu].nr_running() > 0 {
+    // A wakeup queued on this CPU's wake list since `schedule()` drained it
+    // (TTWU_QUEUE, kernel only): "no need to search for one", before the
+    // stamp.
+    if core.rqs[cpu].nr_running() > 0 || core.shared.ttwu_pending(cpu) {
         return moved;
     }
     core.rqs[cpu].idle_stamp = now.max(1);
@@ -202,13 +205,14 @@ pub fn newidle_balance(core: &mut SchedCore, cpu: CpuId, now: u64) -> Migrations
     let rq = &mut core.rqs[cpu];
     rq.max_idle_balance_cost = rq.max_idle_balance_cost.max(curr_cost);
     rq.next_balance = rq.next_balance.min(next_balance);
-    if !moved.is_empty() {
+    // Work that arrived while the locks were let go counts as pulled
+    // ("pretend we pulled a task"): the stamp is cleared, no NOHZ update.
+    if !moved.is_empty() || rq.nr_running() > 0 {
         rq.idle_stamp = 0;
-        core.stats.lb.newidle_pulled += 1;
-    } else if core.cfg.features.has(crate::features::Feat::NohzIdle)
-        && core.rqs[cpu].nr_running() == 0
-    {
-        // Work that arrived meanwhile counts as pulled in Linux: no update.
+        if !moved.is_empty() {
+            core.stats.lb.newidle_pulled += 1;
+        }
+    } else if core.cfg.features.has(crate::features::Feat::NohzIdle) {
         super::nohz::nohz_newidle_balance(core, cpu, now);
     }
     moved

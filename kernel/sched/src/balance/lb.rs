@@ -28,7 +28,7 @@ pub struct LbResult {
 pub fn should_we_balance(core: &SchedCore, env: &LbEnv) -> bool {
     let dst = env.dst_cpu;
     if env.idle == CpuIdleType::NewlyIdle {
-        return core.rqs[dst].nr_running() == 0;
+        return core.rqs[dst].nr_running() == 0 && !core.shared.ttwu_pending(dst);
     }
     let sd = &core.topo.sd(dst)[env.level];
     let Some(g) = sd.groups.iter().find(|g| g.span.contains(dst)) else {

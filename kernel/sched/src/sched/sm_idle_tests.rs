@@ -54,3 +54,23 @@ fn sm_idle_still_picks_what_the_wake_list_brought() {
     assert!(s.shared.ttwu_pending(1), "queued on the wake list");
     assert_eq!(s.schedule(1, 2_100_000).next, Some(p));
 }
+
+#[test]
+fn newly_idle_balance_leaves_a_cpu_with_a_pending_wakeup_alone() {
+    // Linux 6.12 sched_balance_newidle(): "if (this_rq->ttwu_pending)
+    // return 0;" before idle_stamp is set: a wakeup queued on this CPU's
+    // wake list is the work it will run, so it neither stamps nor pulls.
+    // (Kernel only: a wakeup queued after schedule() drained the list.)
+    let mut s = sched(&spec(1, 2, 1, 1), PickPolicy::Eevdf, "");
+    let p = run_on(&mut s, 1, 0);
+    s.block_and_schedule(1, 1_000_000);
+    assert_eq!(s.core().rqs[1].idle_stamp, 1_000_000);
+    run_on(&mut s, 0, 2_000_000);
+    s.wake_up_new_task_on(None, 0, 0, TaskPolicy::Normal, 2_000_000);
+    s.wake_up_queue(p, 0, WakeFlags::default(), 3_000_000);
+    assert!(s.shared.ttwu_pending(1));
+    let mut c = s.core();
+    let moved = crate::balance::domains::newidle_balance(&mut c, 1, 4_000_000);
+    assert!(moved.is_empty(), "nothing pulled");
+    assert_eq!(c.rqs[1].idle_stamp, 1_000_000, "not stamped again");
+}
