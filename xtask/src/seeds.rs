@@ -262,11 +262,17 @@ pub const RECIPES: &[Recipe] = &[
         parts: &[
             Part {
                 name: "pipes",
+                // Mel's kernel is 5.15-rc3: PELT keeps its sums as 5.14-5.16
+                // do (no 32-bit wrap of a heavily loaded queue's load_sum,
+                // which arrived in 5.17 and by itself makes the variant win
+                // at 141+ groups on 2s48-smt; docs/seeds.md, seed 003).
                 args: &[
                     "--experiment",
                     "hackbench",
+                    "--features",
+                    "PELT_RESYNC_SUMS",
                     "--variant-features",
-                    "WAKE_WIDE_HEAVY",
+                    "PELT_RESYNC_SUMS,WAKE_WIDE_HEAVY",
                     "--arg",
                     "mode=process",
                     "--arg",
@@ -288,8 +294,10 @@ pub const RECIPES: &[Recipe] = &[
                 args: &[
                     "--experiment",
                     "tbench",
+                    "--features",
+                    "PELT_RESYNC_SUMS",
                     "--variant-features",
-                    "WAKE_WIDE_HEAVY",
+                    "PELT_RESYNC_SUMS,WAKE_WIDE_HEAVY",
                     "--arg",
                     "duration_ms=200",
                 ],

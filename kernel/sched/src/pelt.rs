@@ -200,9 +200,22 @@ pub fn update_cfs_rq_load_avg(
     load_weight: u64,
     nr_runnable: u64,
     running: bool,
+    resync: bool,
 ) -> bool {
     let mut decayed = false;
-    if removed.nr != 0 {
+    if removed.nr != 0 && resync {
+        // 5.14-5.16 ("sched/fair: Ensure _sum and _avg values stay
+        // consistent"): each sum is recomputed from its average.
+        let r = core::mem::take(removed);
+        let divider = pelt_divider(sa);
+        sub_pos(&mut sa.load_avg, r.load_avg);
+        sa.load_sum = sa.load_avg * divider;
+        sub_pos(&mut sa.util_avg, r.util_avg);
+        sa.util_sum = sa.util_avg * divider;
+        sub_pos(&mut sa.runnable_avg, r.runnable_avg);
+        sa.runnable_sum = sa.runnable_avg * divider;
+        decayed = true;
+    } else if removed.nr != 0 {
         let r = core::mem::take(removed);
         let divider = pelt_divider(sa);
         sub_pos(&mut sa.load_avg, r.load_avg);
@@ -278,7 +291,19 @@ pub fn attach_entity_load_avg(rq: &mut SchedAvg, se: &mut SchedAvg, weight: u64,
 }
 
 /// `detach_entity_load_avg()`: synchronous removal (load-balance migration).
-pub fn detach_entity_load_avg(rq: &mut SchedAvg, se: &SchedAvg, weight: u64) {
+/// With `resync` the 5.14-5.16 form: the queue's sums are recomputed from
+/// its averages (`dequeue_load_avg` and the util/runnable lines), no floor.
+pub fn detach_entity_load_avg(rq: &mut SchedAvg, se: &SchedAvg, weight: u64, resync: bool) {
+    if resync {
+        let divider = pelt_divider(rq);
+        sub_pos(&mut rq.load_avg, se.load_avg);
+        rq.load_sum = rq.load_avg * divider;
+        sub_pos(&mut rq.util_avg, se.util_avg);
+        rq.util_sum = rq.util_avg * divider;
+        sub_pos(&mut rq.runnable_avg, se.runnable_avg);
+        rq.runnable_sum = rq.runnable_avg * divider;
+        return;
+    }
     sub_pos(&mut rq.load_avg, se.load_avg);
     sub_pos(&mut rq.load_sum, weight * se.load_sum);
     rq.load_sum = max_u32(rq.load_sum, rq.load_avg * PELT_MIN_DIVIDER);

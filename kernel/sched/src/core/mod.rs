@@ -184,12 +184,9 @@ impl Shared {
                     .iter()
                     .map(|d| u64::from(d.min_interval_ms))
                     .collect();
-                Padded(Lock::new(Rq::new(
-                    c,
-                    &mins,
-                    cfg.tunables.migration_cost_ns,
-                    cfg.rng_seed,
-                )))
+                let mut rq = Rq::new(c, &mins, cfg.tunables.migration_cost_ns, cfg.rng_seed);
+                rq.cfs.pelt_resync = cfg.features.has(crate::features::Feat::PeltResyncSums);
+                Padded(Lock::new(rq))
             })
             .collect();
         let snap: Vec<Padded<RqSnap>> = (0..n).map(|_| Padded(RqSnap::default())).collect();

@@ -19,6 +19,10 @@ pub const MIN_VRUNTIME_START: u64 = 1 << 40;
 /// `struct cfs_rq` of one CPU (no group scheduling).
 #[derive(Clone, Debug)]
 pub struct CfsRq {
+    /// PELT_RESYNC_SUMS: removals recompute the sums from the averages
+    /// (5.14-5.16) instead of subtracting with a floor (set from the
+    /// configuration when the runqueue is made).
+    pub pelt_resync: bool,
     /// Queued entities except `curr`.
     pub timeline: Timeline,
     /// The running entity (kept out of the tree).
@@ -61,6 +65,7 @@ pub struct CfsRq {
 impl Default for CfsRq {
     fn default() -> Self {
         CfsRq {
+            pelt_resync: false,
             timeline: Timeline::new(),
             curr: None,
             cfs_tasks_head: 0,

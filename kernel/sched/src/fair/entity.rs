@@ -115,13 +115,14 @@ fn update_load_avg_se(
         cfs.load.weight,
         nr_runnable,
         cfs.curr.is_some(),
+        cfs.pelt_resync,
     );
     match action {
         PeltAction::Attach if se.avg.last_update_time == 0 => {
             pelt::attach_entity_load_avg(&mut cfs.avg, &mut se.avg, w, false);
         }
         PeltAction::Detach => {
-            pelt::detach_entity_load_avg(&mut cfs.avg, &se.avg, w);
+            pelt::detach_entity_load_avg(&mut cfs.avg, &se.avg, w, cfs.pelt_resync);
             se.avg.last_update_time = 0;
         }
         _ => {}
@@ -138,6 +139,7 @@ pub fn update_rq_load_avg(cfs: &mut CfsRq, now: u64) {
         cfs.load.weight,
         nr_runnable,
         cfs.curr.is_some(),
+        cfs.pelt_resync,
     );
 }
 

@@ -127,6 +127,8 @@ pub enum Feat {
     /// Load balancing's `group_smt_balance` class (v6.6): an idle CPU
     /// pulls one task from an SMT core that runs more than one.
     GroupSmtBalance,
+    /// PELT removals recompute a queue's sums from its averages (5.14-5.16).
+    PeltResyncSums,
 }
 
 /// All switches, in display order.
@@ -388,6 +390,12 @@ pub const FEATURES: &[FeatureDesc] = &[
         name: "GROUP_SMT_BALANCE",
         default: false,
         doc: "load balancing's group_smt_balance class (Tim Chen, 'sched/fair: Determine active load balance for SMT sched groups', v6.6): when an idle or newly idle CPU balances, a non-local group that is one SMT core running more than one task is group_smt_balance unless overloaded, ranking above fully busy; two such groups compare by idle CPUs and task counts (has-spare rules) if either has an idle CPU, else the first is kept; calculate_imbalance then moves one task (migrate_task, 1). Off: such a core is fully busy or has spare by its utilization, and the prefer-sibling path sizes the move (5.10-6.5)",
+    },
+    FeatureDesc {
+        feat: Feat::PeltResyncSums,
+        name: "PELT_RESYNC_SUMS",
+        default: false,
+        doc: "PELT as Linux 5.14-5.16 keep a queue's sums after a removal (Odin Ugedal, 'sched/fair: Ensure _sum and _avg values stay consistent' and 'Sync load_sum with load_avg after dequeue'): update_cfs_rq_load_avg's removed-load branch and detach_entity_load_avg set each sum to its average times the divider. Off: 5.17+ (Vincent Guittot, 'sched/pelt: Relax the sync of load_sum with load_avg' and its siblings), the sum minus the removed part, floored with max_t(u32, sum, avg * PELT_MIN_DIVIDER), which wraps a queue's load_sum modulo 2^32 once its load_avg passes about 91,900",
     },
     FeatureDesc {
         feat: Feat::BaseSlice700us,

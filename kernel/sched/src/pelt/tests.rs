@@ -158,7 +158,7 @@ fn runqueue_blocked_load_decays_and_removal_applies() {
     let mut now = 0;
     while now < 500_000_000 {
         now += 1_000_000;
-        update_cfs_rq_load_avg(&mut rq, &mut removed, now, 1024, 1, true);
+        update_cfs_rq_load_avg(&mut rq, &mut removed, now, 1024, 1, true, false);
     }
     let busy = rq.load_avg;
     assert!(busy > 1000, "{busy}");
@@ -166,7 +166,7 @@ fn runqueue_blocked_load_decays_and_removal_applies() {
     // The task blocks: its load stays as blocked load and decays.
     for _ in 0..32 {
         now += 1_048_576;
-        update_cfs_rq_load_avg(&mut rq, &mut removed, now, 0, 0, false);
+        update_cfs_rq_load_avg(&mut rq, &mut removed, now, 0, 0, false, false);
     }
     assert!((rq.load_avg as f64 / busy as f64 - 0.5).abs() < 0.03);
     removed.load_avg = rq.load_avg;
@@ -174,7 +174,7 @@ fn runqueue_blocked_load_decays_and_removal_applies() {
     removed.runnable_avg = rq.runnable_avg;
     removed.nr = 1;
     now += 1_048_576;
-    update_cfs_rq_load_avg(&mut rq, &mut removed, now, 0, 0, false);
+    update_cfs_rq_load_avg(&mut rq, &mut removed, now, 0, 0, false, false);
     assert!(rq.load_avg <= 1 && rq.util_avg <= 1, "{rq:?}");
     assert_eq!(removed, Removed::default());
 }
@@ -198,7 +198,7 @@ fn attach_detach_round_trip() {
     assert_eq!(rq.load_avg, 700);
     assert_eq!(rq.util_avg, 600);
     assert_eq!(rq.runnable_load_avg, 700);
-    detach_entity_load_avg(&mut rq, &se, 1024);
+    detach_entity_load_avg(&mut rq, &se, 1024, false);
     assert_eq!(rq.load_avg, before.load_avg);
     assert_eq!(rq.util_avg, before.util_avg);
     assert_eq!(rq.runnable_avg, before.runnable_avg);
@@ -252,7 +252,7 @@ fn removal_floors_wrap_at_32_bits_as_linux_max_t_u32_does() {
         ..SchedAvg::default()
     };
     let mut rq = full(100);
-    detach_entity_load_avg(&mut rq, &one, 1024);
+    detach_entity_load_avg(&mut rq, &one, 1024, false);
     assert_eq!((rq.load_avg, rq.load_sum), (101_376, 441_116_672));
     assert_eq!((rq.runnable_avg, rq.runnable_sum), (101_376, 441_116_672));
     // util_sum stays far below 2^32 and is exact.
@@ -265,11 +265,52 @@ fn removal_floors_wrap_at_32_bits_as_linux_max_t_u32_does() {
         util_avg: 10,
         runnable_avg: 1024,
     };
-    update_cfs_rq_load_avg(&mut rq, &mut removed, 0, 0, 0, false);
+    update_cfs_rq_load_avg(&mut rq, &mut removed, 0, 0, 0, false, false);
     assert_eq!((rq.load_avg, rq.load_sum), (101_376, 441_116_672));
     assert_eq!((rq.runnable_avg, rq.runnable_sum), (101_376, 441_116_672));
     // Below 2^32 nothing wraps: 80 tasks losing one.
     let mut rq = full(80);
-    detach_entity_load_avg(&mut rq, &one, 1024);
+    detach_entity_load_avg(&mut rq, &one, 1024, false);
     assert_eq!(rq.load_sum, 79 * 1024 * PELT_MIN_DIVIDER);
+}
+
+#[test]
+fn the_5_14_rule_recomputes_the_sums_from_the_averages() {
+    // Linux 5.14-5.16 (PELT_RESYNC_SUMS): after removing a task, each of
+    // the queue's sums is its average times the divider (46,718 here):
+    // 101,376 * 46,718 = 4,736,083,968 for the 100-task queue losing one,
+    // with no 32-bit wrap; util 1,014 * 46,718.
+    let full = SchedAvg {
+        load_avg: 102_400,
+        load_sum: 102_400 * PELT_MIN_DIVIDER + 5,
+        runnable_avg: 102_400,
+        runnable_sum: 102_400 * PELT_MIN_DIVIDER + 7,
+        util_avg: 1024,
+        util_sum: 1024 * PELT_MIN_DIVIDER + 3,
+        ..SchedAvg::default()
+    };
+    let one = SchedAvg {
+        load_avg: 1024,
+        load_sum: PELT_MIN_DIVIDER,
+        runnable_avg: 1024,
+        runnable_sum: 1024 * PELT_MIN_DIVIDER,
+        util_avg: 10,
+        util_sum: 10 * PELT_MIN_DIVIDER,
+        ..SchedAvg::default()
+    };
+    let mut rq = full;
+    detach_entity_load_avg(&mut rq, &one, 1024, true);
+    assert_eq!((rq.load_avg, rq.load_sum), (101_376, 4_736_083_968));
+    assert_eq!(rq.runnable_sum, 4_736_083_968);
+    assert_eq!(rq.util_sum, 1014 * PELT_MIN_DIVIDER);
+    let mut rq = full;
+    let mut removed = Removed {
+        nr: 1,
+        load_avg: 1024,
+        util_avg: 10,
+        runnable_avg: 1024,
+    };
+    update_cfs_rq_load_avg(&mut rq, &mut removed, 0, 0, 0, false, true);
+    assert_eq!((rq.load_avg, rq.load_sum), (101_376, 4_736_083_968));
+    assert_eq!(rq.util_sum, 1014 * PELT_MIN_DIVIDER);
 }
