@@ -190,6 +190,19 @@ fn max_u32(sum: u64, floor: u64) -> u64 {
     u64::from((sum as u32).max(floor as u32))
 }
 
+/// A removal as Linux 5.14-5.16 make it (PELT_RESYNC_SUMS; "sched/fair:
+/// Ensure _sum and _avg values stay consistent"): the averages lose what
+/// leaves, and each sum is recomputed as its average times the divider.
+fn remove_resynced(sa: &mut SchedAvg, load: u64, util: u64, runnable: u64) {
+    let divider = pelt_divider(sa);
+    sub_pos(&mut sa.load_avg, load);
+    sa.load_sum = sa.load_avg * divider;
+    sub_pos(&mut sa.util_avg, util);
+    sa.util_sum = sa.util_avg * divider;
+    sub_pos(&mut sa.runnable_avg, runnable);
+    sa.runnable_sum = sa.runnable_avg * divider;
+}
+
 /// `update_cfs_rq_load_avg()` for a CPU runqueue: apply pending removals, then
 /// accumulate with `load = Σweights`, `runnable = nr_runnable`,
 /// `running = curr != NULL`. Returns whether the averages decayed.
@@ -204,16 +217,8 @@ pub fn update_cfs_rq_load_avg(
 ) -> bool {
     let mut decayed = false;
     if removed.nr != 0 && resync {
-        // 5.14-5.16 ("sched/fair: Ensure _sum and _avg values stay
-        // consistent"): each sum is recomputed from its average.
         let r = core::mem::take(removed);
-        let divider = pelt_divider(sa);
-        sub_pos(&mut sa.load_avg, r.load_avg);
-        sa.load_sum = sa.load_avg * divider;
-        sub_pos(&mut sa.util_avg, r.util_avg);
-        sa.util_sum = sa.util_avg * divider;
-        sub_pos(&mut sa.runnable_avg, r.runnable_avg);
-        sa.runnable_sum = sa.runnable_avg * divider;
+        remove_resynced(sa, r.load_avg, r.util_avg, r.runnable_avg);
         decayed = true;
     } else if removed.nr != 0 {
         let r = core::mem::take(removed);
@@ -295,13 +300,7 @@ pub fn attach_entity_load_avg(rq: &mut SchedAvg, se: &mut SchedAvg, weight: u64,
 /// its averages (`dequeue_load_avg` and the util/runnable lines), no floor.
 pub fn detach_entity_load_avg(rq: &mut SchedAvg, se: &SchedAvg, weight: u64, resync: bool) {
     if resync {
-        let divider = pelt_divider(rq);
-        sub_pos(&mut rq.load_avg, se.load_avg);
-        rq.load_sum = rq.load_avg * divider;
-        sub_pos(&mut rq.util_avg, se.util_avg);
-        rq.util_sum = rq.util_avg * divider;
-        sub_pos(&mut rq.runnable_avg, se.runnable_avg);
-        rq.runnable_sum = rq.runnable_avg * divider;
+        remove_resynced(rq, se.load_avg, se.util_avg, se.runnable_avg);
         return;
     }
     sub_pos(&mut rq.load_avg, se.load_avg);

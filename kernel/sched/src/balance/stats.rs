@@ -243,14 +243,15 @@ pub fn update_sd_lb_stats(core: &mut SchedCore, env: &LbEnv) -> SdLbStats {
         core.cfg.features.has(Feat::GroupSmtBalance) && env.idle != super::CpuIdleType::NotIdle;
     for (gi, g) in sd.groups.iter().enumerate() {
         let (mut s, over) = update_sg_lb_stats(core, pct, gi, &g.span, &env.excluded);
+        let local = g.span.contains(dst);
         // `smt_balance()`: a non-local group that is one SMT core
         // (SD_SHARE_CPUCAPACITY) with more than one task, when this CPU is
         // idle; `group_classify` ranks it below overloaded only.
         if smt_balance
+            && !local
             && s.is_smt
             && s.sum_h_nr_running > 1
             && s.group_type != GroupType::Overloaded
-            && !g.span.contains(dst)
         {
             s.group_type = GroupType::SmtBalance;
         }
@@ -258,7 +259,7 @@ pub fn update_sd_lb_stats(core: &mut SchedCore, env: &LbEnv) -> SdLbStats {
         sum_util += s.group_util;
         sds.total_load += s.group_load;
         sds.total_capacity += s.group_capacity;
-        if g.span.contains(dst) {
+        if local {
             sds.local = s;
         } else if update_sd_pick_busiest(sds.busiest.as_ref(), &s) {
             sds.busiest = Some(s);

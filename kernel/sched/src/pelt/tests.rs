@@ -223,6 +223,43 @@ fn post_init_gives_512_256_128_on_fork_burst() {
     assert_eq!(got, vec![512, 256, 128]);
 }
 
+/// A queue whose `n` runnable nice-0 tasks are fully loaded, at
+/// period_contrib 0 (divider = PELT_MIN_DIVIDER), util 1,024.
+fn queue_of(n: u64) -> SchedAvg {
+    SchedAvg {
+        load_avg: n * 1024,
+        load_sum: n * 1024 * PELT_MIN_DIVIDER,
+        runnable_avg: n * 1024,
+        runnable_sum: n * 1024 * PELT_MIN_DIVIDER,
+        util_avg: 1024,
+        util_sum: 1024 * PELT_MIN_DIVIDER,
+        ..SchedAvg::default()
+    }
+}
+
+/// One of those tasks (util 10), as an entity's averages.
+fn one_task() -> SchedAvg {
+    SchedAvg {
+        load_avg: 1024,
+        load_sum: PELT_MIN_DIVIDER,
+        runnable_avg: 1024,
+        runnable_sum: 1024 * PELT_MIN_DIVIDER,
+        util_avg: 10,
+        util_sum: 10 * PELT_MIN_DIVIDER,
+        ..SchedAvg::default()
+    }
+}
+
+/// The same task's removal queued by a wakeup migration.
+fn removal_of_one() -> Removed {
+    Removed {
+        nr: 1,
+        load_avg: 1024,
+        util_avg: 10,
+        runnable_avg: 1024,
+    }
+}
+
 #[test]
 fn removal_floors_wrap_at_32_bits_as_linux_max_t_u32_does() {
     // Linux 6.12 detach_entity_load_avg() / dequeue_load_avg() and the
@@ -233,44 +270,20 @@ fn removal_floors_wrap_at_32_bits_as_linux_max_t_u32_does() {
     // one: 99 * 1024 * 46,718 = 4,736,083,968 on both sides of the max,
     // which is 4,736,083,968 - 2^32 = 441,116,672 once truncated.
     assert_eq!(PELT_MIN_DIVIDER, 46_718);
-    let full = |n: u64| SchedAvg {
-        load_avg: n * 1024,
-        load_sum: n * 1024 * PELT_MIN_DIVIDER,
-        runnable_avg: n * 1024,
-        runnable_sum: n * 1024 * PELT_MIN_DIVIDER,
-        util_avg: 1024,
-        util_sum: 1024 * PELT_MIN_DIVIDER,
-        ..SchedAvg::default()
-    };
-    let one = SchedAvg {
-        load_avg: 1024,
-        load_sum: PELT_MIN_DIVIDER,
-        runnable_avg: 1024,
-        runnable_sum: 1024 * PELT_MIN_DIVIDER,
-        util_avg: 10,
-        util_sum: 10 * PELT_MIN_DIVIDER,
-        ..SchedAvg::default()
-    };
-    let mut rq = full(100);
-    detach_entity_load_avg(&mut rq, &one, 1024, false);
+    let mut rq = queue_of(100);
+    detach_entity_load_avg(&mut rq, &one_task(), 1024, false);
     assert_eq!((rq.load_avg, rq.load_sum), (101_376, 441_116_672));
     assert_eq!((rq.runnable_avg, rq.runnable_sum), (101_376, 441_116_672));
     // util_sum stays far below 2^32 and is exact.
     assert_eq!(rq.util_sum, 1014 * PELT_MIN_DIVIDER);
     // The same task removed asynchronously (a wakeup migration away).
-    let mut rq = full(100);
-    let mut removed = Removed {
-        nr: 1,
-        load_avg: 1024,
-        util_avg: 10,
-        runnable_avg: 1024,
-    };
-    update_cfs_rq_load_avg(&mut rq, &mut removed, 0, 0, 0, false, false);
+    let mut rq = queue_of(100);
+    update_cfs_rq_load_avg(&mut rq, &mut removal_of_one(), 0, 0, 0, false, false);
     assert_eq!((rq.load_avg, rq.load_sum), (101_376, 441_116_672));
     assert_eq!((rq.runnable_avg, rq.runnable_sum), (101_376, 441_116_672));
     // Below 2^32 nothing wraps: 80 tasks losing one.
-    let mut rq = full(80);
-    detach_entity_load_avg(&mut rq, &one, 1024, false);
+    let mut rq = queue_of(80);
+    detach_entity_load_avg(&mut rq, &one_task(), 1024, false);
     assert_eq!(rq.load_sum, 79 * 1024 * PELT_MIN_DIVIDER);
 }
 
@@ -279,38 +292,19 @@ fn the_5_14_rule_recomputes_the_sums_from_the_averages() {
     // Linux 5.14-5.16 (PELT_RESYNC_SUMS): after removing a task, each of
     // the queue's sums is its average times the divider (46,718 here):
     // 101,376 * 46,718 = 4,736,083,968 for the 100-task queue losing one,
-    // with no 32-bit wrap; util 1,014 * 46,718.
-    let full = SchedAvg {
-        load_avg: 102_400,
-        load_sum: 102_400 * PELT_MIN_DIVIDER + 5,
-        runnable_avg: 102_400,
-        runnable_sum: 102_400 * PELT_MIN_DIVIDER + 7,
-        util_avg: 1024,
-        util_sum: 1024 * PELT_MIN_DIVIDER + 3,
-        ..SchedAvg::default()
-    };
-    let one = SchedAvg {
-        load_avg: 1024,
-        load_sum: PELT_MIN_DIVIDER,
-        runnable_avg: 1024,
-        runnable_sum: 1024 * PELT_MIN_DIVIDER,
-        util_avg: 10,
-        util_sum: 10 * PELT_MIN_DIVIDER,
-        ..SchedAvg::default()
-    };
+    // with no 32-bit wrap; util 1,014 * 46,718. The old sums (a little off
+    // their averages here) do not matter.
+    let mut full = queue_of(100);
+    full.load_sum += 5;
+    full.runnable_sum += 7;
+    full.util_sum += 3;
     let mut rq = full;
-    detach_entity_load_avg(&mut rq, &one, 1024, true);
+    detach_entity_load_avg(&mut rq, &one_task(), 1024, true);
     assert_eq!((rq.load_avg, rq.load_sum), (101_376, 4_736_083_968));
     assert_eq!(rq.runnable_sum, 4_736_083_968);
     assert_eq!(rq.util_sum, 1014 * PELT_MIN_DIVIDER);
     let mut rq = full;
-    let mut removed = Removed {
-        nr: 1,
-        load_avg: 1024,
-        util_avg: 10,
-        runnable_avg: 1024,
-    };
-    update_cfs_rq_load_avg(&mut rq, &mut removed, 0, 0, 0, false, true);
+    update_cfs_rq_load_avg(&mut rq, &mut removal_of_one(), 0, 0, 0, false, true);
     assert_eq!((rq.load_avg, rq.load_sum), (101_376, 4_736_083_968));
     assert_eq!(rq.util_sum, 1014 * PELT_MIN_DIVIDER);
 }

@@ -190,8 +190,10 @@ fn a_tickless_cpus_blocked_load_decays_only_when_updated() {
     check_invariants(&nohz);
 }
 
-#[test]
-fn the_pass_collates_next_balance_and_later_kicks_wait_for_it() {
+/// CPUs 1-3 tickless and idle from `t0` = 100 ticks, CPU 0 running two
+/// tasks: CPU 0's tick at `t0 + TICK` kicks CPU 1, whose idle balancing
+/// pass runs 5 us later. Returns the scheduler, `t0` and the pass's result.
+fn kicked_after_a_tick() -> (Scheduler, u64, super::TickResult) {
     let mut s = machine("NOHZ_IDLE");
     let t0 = 100 * TICK;
     for c in 1..4 {
@@ -201,6 +203,12 @@ fn the_pass_collates_next_balance_and_later_kicks_wait_for_it() {
     s.wake_up_new_task_on(None, 0, 0, TaskPolicy::Normal, t0 + 20);
     assert_eq!(s.tick(0, t0 + TICK).nohz_kick, Some(1));
     let r = s.nohz_kick(1, t0 + TICK + 5_000);
+    (s, t0, r)
+}
+
+#[test]
+fn the_pass_collates_next_balance_and_later_kicks_wait_for_it() {
+    let (mut s, t0, r) = kicked_after_a_tick();
     assert_eq!(r.migrations.len(), 1);
     // nohz.next_balance = the earliest next_balance, in jiffies, of the
     // tickless CPUs the pass visited (all three were idle when visited).
@@ -232,15 +240,7 @@ fn an_idle_balancers_pass_after_a_tick_is_stamped_with_that_tick() {
     // records that jiffy, and its next_balance is a whole number of ticks
     // later (so _nohz_idle_balance's collation, which rounds up to a jiffy,
     // is not pushed a tick further).
-    let mut s = machine("NOHZ_IDLE");
-    let t0 = 100 * TICK;
-    for c in 1..4 {
-        assert!(s.nohz_idle_enter(c, t0));
-    }
-    run_on(&mut s, 0, t0 + 10);
-    s.wake_up_new_task_on(None, 0, 0, TaskPolicy::Normal, t0 + 20);
-    assert_eq!(s.tick(0, t0 + TICK).nohz_kick, Some(1));
-    s.nohz_kick(1, t0 + TICK + 5_000);
+    let (s, t0, _) = kicked_after_a_tick();
     let c = s.core();
     let mut stamped = 0;
     for cpu in 1..4 {
